@@ -1,0 +1,97 @@
+//! `harness-gate`: the gate as a process, run once per tool call.
+//!
+//! `harness-gate check --policy POLICY` reads `{"tool": NAME, "input": {...}}` (Pi's extension);
+//! `harness-gate claude-hook --policy POLICY` reads Claude Code's PreToolUse payload. Exit 0
+//! allows; exit 2 blocks with a one-line reason on stderr. Everything that is not a clean allow
+//! (bad arguments, an unreadable policy, bad JSON, a panic) exits 2: the gate fails closed.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use harness_gate::{Decision, Policy, ToolCall, decide};
+
+/// The most stdin the gate reads; a Write of a large file carries its content in the payload.
+const MAX_PAYLOAD: u64 = 64 << 20;
+
+/// Set only by the gate's own tests to prove that a panic blocks.
+const PANIC_FOR_TEST: &str = "HARNESS_GATE_PANIC_FOR_TEST";
+
+const USAGE: &str = "usage: harness-gate (check | claude-hook) --policy POLICY";
+
+enum Mode {
+    Check,
+    ClaudeHook,
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let text = info.to_string().replace('\n', " ");
+        eprintln!("harness-gate: blocked: the gate failed: {text} (rule gate-error)");
+        std::process::exit(2);
+    }));
+    match run() {
+        Ok(Decision::Allow) => ExitCode::SUCCESS,
+        Ok(Decision::Block(blocked)) => {
+            eprintln!("harness-gate: blocked: {blocked}");
+            ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("harness-gate: blocked: {} (rule gate-error)", error.replace('\n', " "));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_args() -> Result<(Mode, String), String> {
+    let mut args = std::env::args().skip(1);
+    let mode = match args.next().as_deref() {
+        Some("check") => Mode::Check,
+        Some("claude-hook") => Mode::ClaudeHook,
+        _ => return Err(USAGE.to_owned()),
+    };
+    let policy = match (args.next().as_deref(), args.next()) {
+        (Some("--policy"), Some(path)) => path,
+        (Some(flag), None) if flag.starts_with("--policy=") => flag["--policy=".len()..].to_owned(),
+        _ => return Err(USAGE.to_owned()),
+    };
+    if args.next().is_some() {
+        return Err(USAGE.to_owned());
+    }
+    Ok((mode, policy))
+}
+
+fn run() -> Result<Decision, String> {
+    let (mode, policy_path) = parse_args()?;
+    if std::env::var_os(PANIC_FOR_TEST).is_some() {
+        panic!("{PANIC_FOR_TEST} is set");
+    }
+    let policy_text = std::fs::read(&policy_path)
+        .map_err(|error| format!("cannot read the policy {policy_path:?}: {error}"))?;
+    let home = std::env::var("HOME").ok();
+    let policy = Policy::from_json(&policy_text, home).map_err(|error| error_chain(&error))?;
+    let mut payload = Vec::new();
+    std::io::stdin()
+        .take(MAX_PAYLOAD + 1)
+        .read_to_end(&mut payload)
+        .map_err(|error| format!("cannot read the tool call on stdin: {error}"))?;
+    if payload.len() as u64 > MAX_PAYLOAD {
+        return Err(format!("the tool call is larger than {MAX_PAYLOAD} bytes"));
+    }
+    let call = match mode {
+        Mode::Check => ToolCall::from_check_json(&payload),
+        Mode::ClaudeHook => ToolCall::from_claude_hook_json(&payload),
+    }
+    .map_err(|error| error.to_string())?;
+    Ok(decide(&policy, &call))
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,471 @@
+//! `decide`: one tool call in, one decision out.
+
+use std::fmt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::call::ToolCall;
+use crate::node_path;
+use crate::pattern::{self, PatternPrefix};
+use crate::pi_paths::{self, NormalizeOptions};
+use crate::policy::{Harness, Policy};
+use crate::walk::{self, Resolution};
+
+/// The prefix Claude Code gives the tools of the `mosaic` MCP server.
+const CLAUDE_TYPED_PREFIX: &str = "mcp__mosaic__";
+
+/// Why a call was blocked, with a stable code for logs and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// The tool is neither a built-in of the policy nor one of its typed tools.
+    ToolNotAllowed,
+    /// The input is not what the tool takes (not an object, a path that is not a string, ...).
+    BadInput,
+    /// A path argument cannot be turned into a path (NUL byte, empty, a bad `file://` URL, `~`
+    /// without a home).
+    BadPath,
+    /// A pattern cannot be checked (`..` after a wildcard, an escaping `{...}` group, ...).
+    BadPattern,
+    /// A path or one of its spellings resolves outside the workspace.
+    OutsideWorkspace,
+    /// A path or one of its spellings goes through a symlink whose target is missing.
+    DanglingSymlink,
+    /// Too many symlinks to follow.
+    SymlinkLoop,
+    /// A `..` climbs out of a directory that does not exist.
+    ClimbsOutOfAbsent,
+    /// A component could not be examined, so nothing can be promised about the path.
+    CannotCheck,
+}
+
+impl Rule {
+    /// The stable code, as printed in block reasons.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::ToolNotAllowed => "tool-not-allowed",
+            Self::BadInput => "bad-input",
+            Self::BadPath => "bad-path",
+            Self::BadPattern => "bad-pattern",
+            Self::OutsideWorkspace => "outside-workspace",
+            Self::DanglingSymlink => "dangling-symlink",
+            Self::SymlinkLoop => "symlink-loop",
+            Self::ClimbsOutOfAbsent => "climbs-out-of-absent",
+            Self::CannotCheck => "cannot-check",
+        }
+    }
+}
+
+/// A blocked call: the rule and a one-line reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The rule that blocked the call.
+    pub rule: Rule,
+    /// What was wrong, on one line (paths are quoted with their control characters escaped).
+    pub reason: String,
+}
+
+impl fmt::Display for Block {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (rule {})", self.reason, self.rule.code())
+    }
+}
+
+/// The gate's answer to one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The call may run.
+    Allow,
+    /// The call must not run.
+    Block(Block),
+}
+
+impl Decision {
+    /// Returns true if and only if the call may run.
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Self::Allow)
+    }
+}
+
+fn block(rule: Rule, reason: String) -> Block {
+    Block { rule, reason }
+}
+
+/// How a tool argument is checked.
+#[derive(Debug, Clone, Copy)]
+enum Arg {
+    /// A path the tool opens. `read` adds the other spellings Pi's read (or Claude Code's Read)
+    /// may open instead. An optional path defaults to the working directory.
+    Path { field: &'static str, required: bool, read: bool },
+    /// A glob pattern, relative to the tool's path argument (or the workspace).
+    Pattern { field: &'static str, required: bool },
+}
+
+const fn path(field: &'static str) -> Arg {
+    Arg::Path { field, required: true, read: false }
+}
+const fn read_path(field: &'static str) -> Arg {
+    Arg::Path { field, required: true, read: true }
+}
+const fn optional_path(field: &'static str) -> Arg {
+    Arg::Path { field, required: false, read: false }
+}
+const fn pattern(field: &'static str, required: bool) -> Arg {
+    Arg::Pattern { field, required }
+}
+
+/// Pi 0.85.1's built-in tools and their path arguments (CLIS.md §2.4). `bash` has none: it is
+/// limited only by the tool limit (S0 line 5).
+const PI_TOOLS: &[(&str, &[Arg])] = &[
+    ("read", &[read_path("path")]),
+    ("write", &[path("path")]),
+    ("edit", &[path("path")]),
+    ("grep", &[optional_path("path"), pattern("glob", false)]),
+    ("find", &[optional_path("path"), pattern("pattern", true)]),
+    ("ls", &[optional_path("path")]),
+    ("bash", &[]),
+];
+
+/// Claude Code 2.1.296's file tools and their path arguments, and its tools without one.
+const CLAUDE_TOOLS: &[(&str, &[Arg])] = &[
+    ("Read", &[read_path("file_path")]),
+    ("Write", &[path("file_path")]),
+    ("Edit", &[path("file_path")]),
+    ("MultiEdit", &[path("file_path")]),
+    ("NotebookEdit", &[path("notebook_path")]),
+    ("Grep", &[optional_path("path"), pattern("glob", false)]),
+    ("Glob", &[optional_path("path"), pattern("pattern", true)]),
+    ("LS", &[path("path")]),
+    ("Bash", &[]),
+];
+
+/// Answers one tool call under `policy`.
+///
+/// The policy's built-in tools pass when every path argument (and find/Glob pattern) resolves
+/// inside the workspace after symlinks; its typed tools pass; everything else is blocked.
+pub fn decide(policy: &Policy, call: &ToolCall) -> Decision {
+    match check(policy, call) {
+        Ok(()) => Decision::Allow,
+        Err(blocked) => Decision::Block(blocked),
+    }
+}
+
+fn check(policy: &Policy, call: &ToolCall) -> Result<(), Block> {
+    let name = call.tool.as_str();
+    let table = match policy.harness {
+        Harness::Pi => PI_TOOLS,
+        Harness::ClaudeCode => CLAUDE_TOOLS,
+    };
+    let known = table.iter().find(|(tool, _)| *tool == name).map(|(_, args)| *args);
+    if policy.tools.iter().any(|tool| tool == name) {
+        return match known {
+            Some(args) => check_args(policy, call, args),
+            None => check_unknown_tool_paths(policy, call),
+        };
+    }
+    if is_typed(policy, name) {
+        // A typed tool named like a built-in file tool still gets its paths checked.
+        return match known {
+            Some(args) => check_args(policy, call, args),
+            None => Ok(()),
+        };
+    }
+    Err(block(
+        Rule::ToolNotAllowed,
+        format!("the tool {name:?} is not allowed in this session"),
+    ))
+}
+
+fn is_typed(policy: &Policy, name: &str) -> bool {
+    let typed_name = match policy.harness {
+        Harness::Pi => Some(name),
+        Harness::ClaudeCode => name.strip_prefix(CLAUDE_TYPED_PREFIX),
+    };
+    typed_name.is_some_and(|typed| policy.typed.iter().any(|tool| tool == typed))
+}
+
+fn input_object<'a>(call: &'a ToolCall) -> Result<&'a serde_json::Map<String, Value>, Block> {
+    call.input.as_object().ok_or_else(|| {
+        block(Rule::BadInput, format!("the input of {:?} is not a JSON object", call.tool))
+    })
+}
+
+/// Reads a string field: `Ok(None)` when absent or null, an error when of another type.
+fn string_field<'a>(
+    call: &'a ToolCall,
+    object: &'a serde_json::Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'a str>, Block> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(block(
+            Rule::BadInput,
+            format!("{:?} of {:?} is not a string", field, call.tool),
+        )),
+    }
+}
+
+fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Block> {
+    if args.is_empty() {
+        return Ok(());
+    }
+    let object = input_object(call)?;
+    // Where a pattern is relative to: the tool's own path argument, or the workspace.
+    let mut search_bases: Option<Vec<String>> = None;
+    for arg in args {
+        match *arg {
+            Arg::Path { field, required, read } => {
+                let value = string_field(call, object, field)?;
+                let raw = match value {
+                    Some(raw) if !raw.is_empty() => raw,
+                    _ if required => {
+                        return Err(block(
+                            Rule::BadPath,
+                            format!("{:?} needs a non-empty {field:?}", call.tool),
+                        ));
+                    }
+                    // Pi and Claude Code search the working directory when the path is left out.
+                    _ => ".",
+                };
+                let candidates = path_candidates(policy, raw)?;
+                for candidate in &candidates.primary {
+                    check_resolved(policy, raw, candidate)?;
+                }
+                if read {
+                    check_spellings(policy, raw, &candidates.primary)?;
+                }
+                search_bases = Some(candidates.lexical);
+            }
+            Arg::Pattern { field, required } => {
+                let Some(raw) = string_field(call, object, field)? else {
+                    if required {
+                        return Err(block(
+                            Rule::BadInput,
+                            format!("{:?} needs a {field:?}", call.tool),
+                        ));
+                    }
+                    continue;
+                };
+                let bases = match &search_bases {
+                    Some(bases) => bases.clone(),
+                    None => workspace_bases(policy),
+                };
+                check_pattern(policy, raw, &bases)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A tool the policy lists but the gate has no table for: every top-level string field whose
+/// name ends in `path` (`path`, `file_path`, `notebookPath`, ...) is checked as a path.
+fn check_unknown_tool_paths(policy: &Policy, call: &ToolCall) -> Result<(), Block> {
+    let Some(object) = call.input.as_object() else {
+        return Ok(());
+    };
+    for (field, value) in object {
+        if !field.to_ascii_lowercase().ends_with("path") {
+            continue;
+        }
+        let Value::String(raw) = value else {
+            return Err(block(
+                Rule::BadInput,
+                format!("{field:?} of {:?} is not a string", call.tool),
+            ));
+        };
+        let raw = if raw.is_empty() { "." } else { raw.as_str() };
+        let candidates = path_candidates(policy, raw)?;
+        for candidate in &candidates.primary {
+            check_resolved(policy, raw, candidate)?;
+        }
+    }
+    Ok(())
+}
+
+fn workspace_bases(policy: &Policy) -> Vec<String> {
+    let mut bases = vec![policy.workspace.clone()];
+    push_unique(&mut bases, policy.workspace_real.clone());
+    bases
+}
+
+fn push_unique(list: &mut Vec<String>, item: String) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+}
+
+/// The paths a path argument may open.
+struct Candidates {
+    /// Every path the tool may open: each must resolve inside, existing or not.
+    primary: Vec<String>,
+    /// The lexically resolved forms, which patterns are relative to.
+    lexical: Vec<String>,
+}
+
+/// Returns true if and only if a `/`-separated segment of `text` is `..`, where the lexical
+/// (`path.resolve`) and the kernel's reading of a path can differ.
+fn has_dot_dot(text: &str) -> bool {
+    text.split('/').any(|segment| segment == "..")
+}
+
+/// JavaScript's `String.prototype.trim` white space, with Rust's added: trimming more only adds
+/// candidates, and every candidate must pass.
+fn is_trimmed_space(c: char) -> bool {
+    c.is_whitespace() || c == '\u{FEFF}'
+}
+
+/// The forms of a path argument the harness may turn it into before resolving it.
+fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
+    if raw.contains('\0') {
+        return Err(block(Rule::BadPath, format!("the path {raw:?} holds a NUL byte")));
+    }
+    let home = policy.home.as_deref();
+    let bad = |error: pi_paths::PiPathError| {
+        block(Rule::BadPath, format!("the path {raw:?} cannot be used: {error}"))
+    };
+    match policy.harness {
+        // Pi: exactly its normalizePath (Unicode spaces, one `@`, `~`, `file://`).
+        Harness::Pi => Ok(vec![
+            pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?,
+        ]),
+        // Claude Code trims the path and expands `~` itself (CLIS.md §4): check the path as
+        // given and as trimmed, each with `~` expanded.
+        Harness::ClaudeCode => {
+            let mut forms = Vec::with_capacity(2);
+            for form in [raw, raw.trim_matches(is_trimmed_space)] {
+                if form.is_empty() {
+                    return Err(block(Rule::BadPath, format!("the path {raw:?} is blank")));
+                }
+                let options = NormalizeOptions::default();
+                let expanded = if form == "~" || form.starts_with("~/") {
+                    pi_paths::normalize_path(form, options, home).map_err(bad)?
+                } else {
+                    form.to_owned()
+                };
+                push_unique(&mut forms, expanded);
+            }
+            Ok(forms)
+        }
+    }
+}
+
+fn path_candidates(policy: &Policy, raw: &str) -> Result<Candidates, Block> {
+    let mut primary = Vec::new();
+    let mut lexical = Vec::new();
+    for form in path_forms(policy, raw)? {
+        add_candidates(policy, &form, &mut primary, &mut lexical);
+    }
+    Ok(Candidates { primary, lexical })
+}
+
+/// Adds what `form` (already normalised, absolute or relative) may open: resolved lexically as
+/// the harness does and, when it holds `..`, also as the kernel would read it unresolved. A
+/// relative form is resolved from the workspace as given and from its real path.
+fn add_candidates(policy: &Policy, form: &str, primary: &mut Vec<String>, lexical: &mut Vec<String>) {
+    let bases = if node_path::is_absolute(form) { vec!["/".to_owned()] } else { workspace_bases(policy) };
+    for base in &bases {
+        if let Some(resolved) = node_path::resolve(base, form) {
+            push_unique(primary, resolved.clone());
+            push_unique(lexical, resolved);
+        }
+        if has_dot_dot(form) {
+            let joined = if node_path::is_absolute(form) {
+                form.to_owned()
+            } else {
+                format!("{base}/{form}")
+            };
+            push_unique(primary, joined);
+        }
+    }
+}
+
+/// Requires `candidate` to resolve inside the workspace's real path.
+fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Block> {
+    let shown = |what: &str| {
+        if candidate == raw {
+            format!("{raw:?} {what}")
+        } else {
+            format!("{raw:?} (as {candidate:?}) {what}")
+        }
+    };
+    match walk::resolve(Path::new(candidate)) {
+        Resolution::Existing(real) | Resolution::Absent(real) => {
+            if real.starts_with(&policy.workspace_real) {
+                Ok(())
+            } else {
+                Err(block(
+                    Rule::OutsideWorkspace,
+                    shown(&format!(
+                        "resolves to {real:?}, outside the workspace {:?}",
+                        policy.workspace_real
+                    )),
+                ))
+            }
+        }
+        Resolution::Dangling(missing) => Err(block(
+            Rule::DanglingSymlink,
+            shown(&format!("goes through a dangling symlink ({missing:?} does not exist)")),
+        )),
+        Resolution::Loop(link) => Err(block(
+            Rule::SymlinkLoop,
+            shown(&format!("follows too many symlinks (at {link:?})")),
+        )),
+        Resolution::ClimbsOutOfAbsent(dir) => Err(block(
+            Rule::ClimbsOutOfAbsent,
+            shown(&format!("climbs with `..` out of {dir:?}, which does not exist")),
+        )),
+        Resolution::Unreadable(at, error) => Err(block(
+            Rule::CannotCheck,
+            shown(&format!("cannot be checked: {at:?}: {error}")),
+        )),
+    }
+}
+
+/// Checks every other spelling of each resolved read path that exists as a name.
+fn check_spellings(policy: &Policy, raw: &str, primary: &[String]) -> Result<(), Block> {
+    for resolved in primary {
+        for spelling in pi_paths::read_spellings(resolved) {
+            if std::fs::symlink_metadata(&spelling).is_ok() {
+                check_resolved(policy, raw, &spelling)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_pattern(policy: &Policy, raw: &str, bases: &[String]) -> Result<(), Block> {
+    let PatternPrefix { literal } = pattern::analyse(raw).map_err(|error| {
+        block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {}", error.describe()))
+    })?;
+    if literal.is_empty() {
+        // Only the search directory itself, which was checked as the tool's path.
+        return Ok(());
+    }
+    let literal = if literal == "~" || literal.starts_with("~/") {
+        pi_paths::normalize_path(&literal, NormalizeOptions::default(), policy.home.as_deref())
+            .map_err(|error| {
+                block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {error}"))
+            })?
+    } else {
+        literal
+    };
+    let mut primary = Vec::new();
+    if node_path::is_absolute(&literal) {
+        let mut lexical = Vec::new();
+        add_candidates(policy, &literal, &mut primary, &mut lexical);
+    } else {
+        for base in bases {
+            if let Some(resolved) = node_path::resolve(base, &literal) {
+                push_unique(&mut primary, resolved);
+            }
+            if has_dot_dot(&literal) {
+                push_unique(&mut primary, format!("{base}/{literal}"));
+            }
+        }
+    }
+    for candidate in &primary {
+        check_resolved(policy, raw, candidate)?;
+    }
+    Ok(())
+}

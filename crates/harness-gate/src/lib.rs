@@ -1,0 +1,30 @@
+//! The tool gate: one decision for each tool call an agent makes, shared by Pi and Claude Code.
+//!
+//! [`decide`] allows a call when its tool is one of the policy's built-in tools and every path it
+//! may open (and every find/Glob pattern's literal prefix) resolves inside the workspace after
+//! symlinks, or when it is one of the policy's typed tools; it blocks everything else. Paths go
+//! through Pi 0.85.1's own normalisation, ported in [`pi`], and through the kernel's symlink
+//! rules, walked with `lstat` and `readlink`.
+//!
+//! The gate does no I/O but `stat` and `readlink`, never writes, and never looks at its own
+//! working directory. It is not the sandbox: bash, a link swapped between the check and the
+//! open, and a hard link are out of its reach (docs/gate.md).
+
+mod call;
+mod decide;
+mod node_path;
+mod pattern;
+mod pi_paths;
+mod policy;
+mod walk;
+
+pub use call::{CallError, ToolCall};
+pub use decide::{Block, Decision, Rule, decide};
+pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
+
+/// Pi 0.85.1's path functions, ported; `cargo xtask verify-pi` compares them with Pi's own.
+pub mod pi {
+    pub use crate::pi_paths::{
+        NormalizeOptions, PiPathError, normalize_path, resolve_read_path, resolve_to_cwd,
+    };
+}

@@ -1,0 +1,273 @@
+//! Pi 0.85.1's path handling, ported line by line.
+//!
+//! The source is `dist/utils/paths.js` (`normalizePath`, `resolvePath`) and
+//! `dist/core/tools/path-utils.js` (`resolveToCwd`, `resolveReadPath*` and its spellings) of
+//! `@earendil-works/pi-coding-agent` 0.85.1. `cargo xtask verify-pi` runs Pi's own functions and
+//! these side by side and keeps the sha256 of those files, so a Pi upgrade cannot drift silently.
+
+use unicode_normalization::UnicodeNormalization;
+
+use crate::node_path;
+
+/// The characters Pi's `UNICODE_SPACES` replaces with an ASCII space.
+fn is_unicode_space(c: char) -> bool {
+    matches!(c, '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}')
+}
+
+/// What `normalizePath` does beyond `~` and `file://` (Pi's `options`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NormalizeOptions {
+    /// Replace the Unicode spaces with an ASCII space.
+    pub normalize_unicode_spaces: bool,
+    /// Drop one leading `@`.
+    pub strip_at_prefix: bool,
+}
+
+impl NormalizeOptions {
+    /// The options `resolveToCwd` passes: both on.
+    pub const TOOL: Self = Self { normalize_unicode_spaces: true, strip_at_prefix: true };
+}
+
+/// Why Pi could not turn a path argument into a path; Pi's tool would throw.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PiPathError {
+    /// `new URL()` rejected the `file://` URL.
+    #[error("not a valid URL: {0}")]
+    InvalidUrl(String),
+    /// The `file://` URL names a host other than `localhost`.
+    #[error("a file URL must not name a host")]
+    FileUrlHost,
+    /// The `file://` URL encodes a `/` as `%2F`.
+    #[error("a file URL must not include encoded / characters")]
+    FileUrlEncodedSlash,
+    /// `decodeURIComponent` rejected the URL's path.
+    #[error("a file URL's path is not valid percent-encoded UTF-8")]
+    FileUrlDecode,
+    /// `~` must be expanded but no home directory is known.
+    #[error("~ cannot be expanded: HOME is not set")]
+    NoHome,
+    /// Neither the path nor the base is absolute, so Node would use its own working directory.
+    #[error("the base directory {0:?} is not absolute")]
+    RelativeBase(String),
+}
+
+/// Pi's `normalizePath(input, options)` with `homedir()` = `home`.
+pub fn normalize_path(
+    input: &str,
+    options: NormalizeOptions,
+    home: Option<&str>,
+) -> Result<String, PiPathError> {
+    let mut normalized = if options.normalize_unicode_spaces {
+        input.chars().map(|c| if is_unicode_space(c) { ' ' } else { c }).collect::<String>()
+    } else {
+        input.to_owned()
+    };
+    if options.strip_at_prefix && normalized.starts_with('@') {
+        normalized.remove(0);
+    }
+    if normalized == "~" {
+        return home.map(str::to_owned).ok_or(PiPathError::NoHome);
+    }
+    if let Some(rest) = normalized.strip_prefix("~/") {
+        let home = home.ok_or(PiPathError::NoHome)?;
+        return Ok(node_path::join(&[home, rest]));
+    }
+    if normalized.starts_with("file://") {
+        return file_url_to_path(&normalized);
+    }
+    Ok(normalized)
+}
+
+/// Node's `fileURLToPath` on POSIX: WHATWG parsing, no host, no encoded `/`, then
+/// `decodeURIComponent` of the path.
+fn file_url_to_path(input: &str) -> Result<String, PiPathError> {
+    let url = url::Url::parse(input).map_err(|error| PiPathError::InvalidUrl(error.to_string()))?;
+    if url.host_str().is_some_and(|host| !host.is_empty()) {
+        return Err(PiPathError::FileUrlHost);
+    }
+    let pathname = url.path();
+    let bytes = pathname.as_bytes();
+    for (index, &byte) in bytes.iter().enumerate() {
+        if byte == b'%'
+            && bytes.get(index + 1) == Some(&b'2')
+            && bytes.get(index + 2).is_some_and(|third| third | 0x20 == b'f')
+        {
+            return Err(PiPathError::FileUrlEncodedSlash);
+        }
+    }
+    if !pathname.contains('%') {
+        return Ok(pathname.to_owned());
+    }
+    decode_uri_component(pathname).ok_or(PiPathError::FileUrlDecode)
+}
+
+/// JavaScript's `decodeURIComponent`: every `%` starts two hex digits, and the bytes they make
+/// must be UTF-8. Returns `None` where JavaScript throws a `URIError`.
+fn decode_uri_component(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while let Some(&byte) = bytes.get(index) {
+        if byte == b'%' {
+            let high = hex_value(*bytes.get(index + 1)?)?;
+            let low = hex_value(*bytes.get(index + 2)?)?;
+            out.push(high << 4 | low);
+            index += 3;
+        } else {
+            out.push(byte);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn hex_value(digit: u8) -> Option<u8> {
+    char::from(digit).to_digit(16).and_then(|value| u8::try_from(value).ok())
+}
+
+/// Pi's `resolvePath(input, baseDir, options)`.
+fn resolve_path(
+    input: &str,
+    base_dir: &str,
+    options: NormalizeOptions,
+    home: Option<&str>,
+) -> Result<String, PiPathError> {
+    let normalized = normalize_path(input, options, home)?;
+    let normalized_base = normalize_path(base_dir, NormalizeOptions::default(), home)?;
+    let base = if node_path::is_absolute(&normalized) { "/" } else { normalized_base.as_str() };
+    node_path::resolve(base, &normalized).ok_or(PiPathError::RelativeBase(normalized_base))
+}
+
+/// Pi's `resolveToCwd(filePath, cwd)`: the path every file tool but read opens.
+pub fn resolve_to_cwd(path: &str, cwd: &str, home: Option<&str>) -> Result<String, PiPathError> {
+    resolve_path(path, cwd, NormalizeOptions::TOOL, home)
+}
+
+/// Pi's `tryMacOSScreenshotPath`: `/ (AM|PM)\./gi` replaced by U+202F, the letters, and `.`.
+fn am_pm_spelling(path: &str) -> String {
+    swap_before_am_pm(path, ' ', '\u{202F}')
+}
+
+/// Claude Code's Read fallback the other way round: U+202F before `AM.`/`PM.` becomes a space.
+fn am_pm_space_spelling(path: &str) -> String {
+    swap_before_am_pm(path, '\u{202F}', ' ')
+}
+
+/// Replaces `from` with `to` wherever `from` stands before `AM.` or `PM.` (ASCII letters in any
+/// case), scanning left to right without overlaps, as a global JavaScript regex replace does.
+fn swap_before_am_pm(path: &str, from: char, to: char) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    let mut out = String::with_capacity(path.len() + 2);
+    let mut index = 0;
+    while let Some(&c) = chars.get(index) {
+        let tail = chars.get(index + 1..index + 4);
+        let matches = c == from
+            && tail.is_some_and(|tail| {
+                matches!(tail[0], 'a' | 'A' | 'p' | 'P')
+                    && matches!(tail[1], 'm' | 'M')
+                    && tail[2] == '.'
+            });
+        if matches {
+            out.push(to);
+            out.extend(&chars[index + 1..index + 4]);
+            index += 4;
+        } else {
+            out.push(c);
+            index += 1;
+        }
+    }
+    out
+}
+
+/// Pi's `tryNFDVariant`.
+fn nfd_spelling(path: &str) -> String {
+    path.nfd().collect()
+}
+
+/// Pi's `tryCurlyQuoteVariant`: every `'` becomes U+2019.
+fn curly_spelling(path: &str) -> String {
+    path.replace('\'', "\u{2019}")
+}
+
+/// Pi's four fallback spellings of a resolved read path, in the order Pi tries them.
+fn pi_read_spellings(resolved: &str) -> [String; 4] {
+    let nfd = nfd_spelling(resolved);
+    let nfd_curly = curly_spelling(&nfd);
+    [am_pm_spelling(resolved), nfd, curly_spelling(resolved), nfd_curly]
+}
+
+/// Every other spelling of `resolved` that Pi's read or Claude Code's Read might open instead:
+/// Pi's four, and Claude Code's U+202F-to-space swap. The resolved path itself is left out.
+pub(crate) fn read_spellings(resolved: &str) -> Vec<String> {
+    let mut spellings: Vec<String> = Vec::with_capacity(5);
+    let [am_pm, nfd, curly, nfd_curly] = pi_read_spellings(resolved);
+    for spelling in [am_pm, nfd, curly, nfd_curly, am_pm_space_spelling(resolved)] {
+        if spelling != resolved && !spellings.contains(&spelling) {
+            spellings.push(spelling);
+        }
+    }
+    spellings
+}
+
+/// Pi's `resolveReadPath(filePath, cwd)`: the first spelling that exists (following symlinks,
+/// as `access(F_OK)`), else the resolved path.
+pub fn resolve_read_path(path: &str, cwd: &str, home: Option<&str>) -> Result<String, PiPathError> {
+    let resolved = resolve_to_cwd(path, cwd, home)?;
+    let exists = |candidate: &str| std::fs::metadata(candidate).is_ok();
+    if exists(&resolved) {
+        return Ok(resolved);
+    }
+    let spellings = pi_read_spellings(&resolved);
+    Ok(spellings
+        .into_iter()
+        .find(|spelling| *spelling != resolved && exists(spelling))
+        .unwrap_or(resolved))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOME: Option<&str> = Some("/home/jo");
+
+    fn norm(input: &str) -> Result<String, PiPathError> {
+        normalize_path(input, NormalizeOptions::TOOL, HOME)
+    }
+
+    #[test]
+    fn normalize_path_cases() {
+        assert_eq!(norm("@~/x").as_deref(), Ok("/home/jo/x"));
+        assert_eq!(norm("@@x").as_deref(), Ok("@x"));
+        assert_eq!(norm("~").as_deref(), Ok("/home/jo"));
+        assert_eq!(norm("~user/x").as_deref(), Ok("~user/x"));
+        assert_eq!(norm("~/../../etc/").as_deref(), Ok("/etc/"));
+        assert_eq!(norm("a\u{3000}b\u{00A0}c").as_deref(), Ok("a b c"));
+        assert_eq!(norm("file:///etc/pass%77d").as_deref(), Ok("/etc/passwd"));
+        assert_eq!(norm("file://localhost/etc").as_deref(), Ok("/etc"));
+        assert_eq!(norm("file:///a/../etc").as_deref(), Ok("/etc"));
+        assert_eq!(norm("file://host/etc"), Err(PiPathError::FileUrlHost));
+        assert_eq!(norm("file:///a%2Fb"), Err(PiPathError::FileUrlEncodedSlash));
+        assert_eq!(norm("file:///a%C3"), Err(PiPathError::FileUrlDecode));
+        assert_eq!(norm("FILE:///etc").as_deref(), Ok("FILE:///etc"));
+        assert_eq!(normalize_path("~", NormalizeOptions::TOOL, None), Err(PiPathError::NoHome));
+    }
+
+    #[test]
+    fn resolve_to_cwd_cases() {
+        assert_eq!(resolve_to_cwd("a/../b", "/ws", HOME).as_deref(), Ok("/ws/b"));
+        assert_eq!(resolve_to_cwd("../../etc", "/ws", HOME).as_deref(), Ok("/etc"));
+        assert_eq!(resolve_to_cwd("@/etc/", "/ws", HOME).as_deref(), Ok("/etc"));
+        assert_eq!(resolve_to_cwd("", "/ws", HOME).as_deref(), Ok("/ws"));
+    }
+
+    #[test]
+    fn spellings_follow_pi() {
+        assert_eq!(am_pm_spelling("/s/Shot 1.02 pm.png"), "/s/Shot 1.02\u{202F}pm.png");
+        assert_eq!(am_pm_spelling("/s/a AM. PM."), "/s/a\u{202F}AM.\u{202F}PM.");
+        assert_eq!(am_pm_spelling("/s/a AMX"), "/s/a AMX");
+        assert_eq!(curly_spelling("/jo's/x"), "/jo\u{2019}s/x");
+        assert_eq!(nfd_spelling("/caf\u{e9}"), "/cafe\u{301}");
+        assert_eq!(read_spellings("/plain/name"), Vec::<String>::new());
+        assert_eq!(read_spellings("/d'\u{e9}").len(), 3);
+    }
+}
