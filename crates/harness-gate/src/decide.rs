@@ -170,10 +170,7 @@ fn check(policy: &Policy, call: &ToolCall) -> Result<(), Block> {
             None => Ok(()),
         };
     }
-    Err(block(
-        Rule::ToolNotAllowed,
-        format!("the tool {name:?} is not allowed in this session"),
-    ))
+    Err(block(Rule::ToolNotAllowed, format!("the tool {name:?} is not allowed in this session")))
 }
 
 fn is_typed(policy: &Policy, name: &str) -> bool {
@@ -184,7 +181,7 @@ fn is_typed(policy: &Policy, name: &str) -> bool {
     typed_name.is_some_and(|typed| policy.typed.iter().any(|tool| tool == typed))
 }
 
-fn input_object<'a>(call: &'a ToolCall) -> Result<&'a serde_json::Map<String, Value>, Block> {
+fn input_object(call: &ToolCall) -> Result<&serde_json::Map<String, Value>, Block> {
     call.input.as_object().ok_or_else(|| {
         block(Rule::BadInput, format!("the input of {:?} is not a JSON object", call.tool))
     })
@@ -199,10 +196,9 @@ fn string_field<'a>(
     match object.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
-        Some(_) => Err(block(
-            Rule::BadInput,
-            format!("{:?} of {:?} is not a string", field, call.tool),
-        )),
+        Some(_) => {
+            Err(block(Rule::BadInput, format!("{:?} of {:?} is not a string", field, call.tool)))
+        }
     }
 }
 
@@ -326,9 +322,9 @@ fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
     };
     match policy.harness {
         // Pi: exactly its normalizePath (Unicode spaces, one `@`, `~`, `file://`).
-        Harness::Pi => Ok(vec![
-            pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?,
-        ]),
+        Harness::Pi => {
+            Ok(vec![pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?])
+        }
         // Claude Code trims the path and expands `~` itself (CLIS.md §4): check the path as
         // given and as trimmed, each with `~` expanded.
         Harness::ClaudeCode => {
@@ -362,8 +358,14 @@ fn path_candidates(policy: &Policy, raw: &str) -> Result<Candidates, Block> {
 /// Adds what `form` (already normalised, absolute or relative) may open: resolved lexically as
 /// the harness does and, when it holds `..`, also as the kernel would read it unresolved. A
 /// relative form is resolved from the workspace as given and from its real path.
-fn add_candidates(policy: &Policy, form: &str, primary: &mut Vec<String>, lexical: &mut Vec<String>) {
-    let bases = if node_path::is_absolute(form) { vec!["/".to_owned()] } else { workspace_bases(policy) };
+fn add_candidates(
+    policy: &Policy,
+    form: &str,
+    primary: &mut Vec<String>,
+    lexical: &mut Vec<String>,
+) {
+    let bases =
+        if node_path::is_absolute(form) { vec!["/".to_owned()] } else { workspace_bases(policy) };
     for base in &bases {
         if let Some(resolved) = node_path::resolve(base, form) {
             push_unique(primary, resolved.clone());
@@ -415,10 +417,9 @@ fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Blo
             Rule::ClimbsOutOfAbsent,
             shown(&format!("climbs with `..` out of {dir:?}, which does not exist")),
         )),
-        Resolution::Unreadable(at, error) => Err(block(
-            Rule::CannotCheck,
-            shown(&format!("cannot be checked: {at:?}: {error}")),
-        )),
+        Resolution::Unreadable(at, error) => {
+            Err(block(Rule::CannotCheck, shown(&format!("cannot be checked: {at:?}: {error}"))))
+        }
     }
 }
 

@@ -137,9 +137,10 @@ impl Policy {
                 }
             })
             .map_err(|source| PolicyError::Workspace { path: workspace.clone(), source })?;
-        let workspace_real = real.into_os_string().into_string().map_err(|real| {
-            PolicyError::WorkspaceNotUtf8(PathBuf::from(real))
-        })?;
+        let workspace_real = real
+            .into_os_string()
+            .into_string()
+            .map_err(|real| PolicyError::WorkspaceNotUtf8(PathBuf::from(real)))?;
         Ok(Self {
             harness: config.harness,
             workspace,

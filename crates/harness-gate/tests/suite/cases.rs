@@ -1,0 +1,377 @@
+//! One-line cases, named after what they try. Each builds its own tree.
+
+use super::tree::check;
+
+/// A workspace with a file, a subdirectory, links in and out, and a secret beside it.
+const BASIC: &str = "
+    ws/a.txt
+    ws/sub/b.txt
+    ws/in -> a.txt
+    ws/in_abs -> $ROOT/ws/sub
+    ws/out -> ../secret
+    ws/out_dir -> ../outside
+    ws/up -> ..
+    outside/c.txt
+    secret
+    home/notes
+";
+
+#[test]
+fn read_inside_is_allowed() {
+    check(BASIC, r#"pi read {"path":"a.txt"}"#, "allow");
+    check(BASIC, r#"pi read {"path":"$WS/sub/b.txt"}"#, "allow");
+    check(BASIC, r#"claude Read {"file_path":"$WS/a.txt"}"#, "allow");
+    check(BASIC, r#"claude Read {"file_path":"a.txt"}"#, "allow");
+}
+
+#[test]
+fn absolute_path_outside_is_blocked() {
+    check(BASIC, r#"pi read {"path":"/etc/hostname"}"#, "block outside-workspace");
+    check(BASIC, r#"pi read {"path":"$ROOT/secret"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Read {"file_path":"$ROOT/secret"}"#, "block outside-workspace");
+}
+
+#[test]
+fn dotdot_escapes() {
+    check(BASIC, r#"pi read {"path":"../secret"}"#, "block outside-workspace");
+    check(BASIC, r#"pi read {"path":"sub/../../secret"}"#, "block outside-workspace");
+    check(BASIC, r#"pi write {"path":"../new.txt","content":"x"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Edit {"file_path":"$WS/../secret"}"#, "block outside-workspace");
+}
+
+#[test]
+fn dotdot_that_stays_inside_is_allowed() {
+    check(BASIC, r#"pi read {"path":"sub/../a.txt"}"#, "allow");
+    check(BASIC, r#"pi ls {"path":"sub/.."}"#, "allow");
+}
+
+#[test]
+fn symlink_inside_is_allowed() {
+    check(BASIC, r#"pi read {"path":"in"}"#, "allow");
+    check(BASIC, r#"pi read {"path":"in_abs/b.txt"}"#, "allow");
+}
+
+#[test]
+fn symlink_to_outside_is_blocked() {
+    check(BASIC, r#"pi read {"path":"out"}"#, "block outside-workspace");
+    check(BASIC, r#"pi read {"path":"out_dir/c.txt"}"#, "block outside-workspace");
+    check(BASIC, r#"pi ls {"path":"up"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Read {"file_path":"$WS/out"}"#, "block outside-workspace");
+}
+
+#[test]
+fn write_of_new_file_through_link_to_outside_dir_is_blocked() {
+    check(BASIC, r#"pi write {"path":"out_dir/new.txt","content":"x"}"#, "block outside-workspace");
+    check(BASIC, r#"pi write {"path":"out_dir/deeper/new.txt"}"#, "block outside-workspace");
+}
+
+#[test]
+fn new_file_and_new_directories_inside_are_allowed() {
+    check(BASIC, r#"pi write {"path":"new.txt","content":"x"}"#, "allow");
+    check(BASIC, r#"pi write {"path":"new/dir/file.txt","content":"x"}"#, "allow");
+    check(BASIC, r#"claude Write {"file_path":"$WS/sub/new.txt","content":"x"}"#, "allow");
+}
+
+#[test]
+fn dangling_link_pointing_inside_is_refused() {
+    let tree = "ws/a.txt\nws/ghost -> not-there";
+    check(tree, r#"pi read {"path":"ghost"}"#, "block dangling-symlink");
+    check(tree, r#"pi write {"path":"ghost","content":"x"}"#, "block dangling-symlink");
+    check(tree, r#"claude Write {"file_path":"$WS/ghost"}"#, "block dangling-symlink");
+}
+
+#[test]
+fn dangling_link_whose_directory_is_missing_is_refused() {
+    // Pi's write makes the missing directories first, so the target would appear.
+    let tree = "ws/a.txt\nws/ghost -> newdir/file";
+    check(tree, r#"pi write {"path":"ghost","content":"x"}"#, "block dangling-symlink");
+}
+
+#[test]
+fn dangling_link_at_depth_three() {
+    let tree = "ws/a/b/c -> ../../../nope\nws/a/b/x";
+    check(tree, r#"pi write {"path":"a/b/c/file","content":"x"}"#, "block dangling-symlink");
+    check(tree, r#"pi read {"path":"a/b/x"}"#, "allow");
+}
+
+#[test]
+fn dangling_link_reached_through_another_link() {
+    let tree = "ws/sub/dangle -> missing\nws/dirlink -> sub";
+    check(tree, r#"pi write {"path":"dirlink/dangle"}"#, "block dangling-symlink");
+}
+
+#[test]
+fn link_to_dangling_link_is_refused() {
+    let tree = "ws/first -> second\nws/second -> nowhere";
+    check(tree, r#"pi read {"path":"first"}"#, "block dangling-symlink");
+}
+
+#[test]
+fn dotdot_inside_link_target_follows_the_kernel() {
+    // `l -> dirlink/../a.txt` with `dirlink -> ../outside/d`: the kernel follows dirlink first
+    // and lands in outside/a.txt; Node's realpathSync would say ws/a.txt.
+    let tree =
+        "ws/a.txt\nws/dirlink -> ../outside/d\noutside/d/\noutside/a.txt\nws/l -> dirlink/../a.txt";
+    check(tree, r#"pi read {"path":"l"}"#, "block outside-workspace");
+}
+
+#[test]
+fn dotdot_through_symlink_escapes_the_kernels_way() {
+    // Pi resolves `link/../x` lexically to ws/x; an open by the kernel would land in outside/x.
+    // The gate checks both readings.
+    let tree = "ws/x\nws/link -> ../outside/d\noutside/d/\noutside/x";
+    check(tree, r#"pi read {"path":"link/../x"}"#, "block outside-workspace");
+    check(tree, r#"claude Read {"file_path":"$WS/link/../x"}"#, "block outside-workspace");
+}
+
+#[test]
+fn symlink_loop_is_refused() {
+    let tree = "ws/one -> two\nws/two -> one";
+    check(tree, r#"pi read {"path":"one"}"#, "block symlink-loop");
+    check("ws/self -> self", r#"pi read {"path":"self/x"}"#, "block symlink-loop");
+}
+
+#[test]
+fn dotdot_out_of_a_missing_directory_is_refused() {
+    // The kernel would fail; a tool that makes directories first would not.
+    check(
+        "ws/link -> sub\nws/sub/",
+        r#"pi write {"path":"link/nodir/../../../x"}"#,
+        "block outside-workspace",
+    );
+    check(
+        "ws/a.txt",
+        r#"claude Write {"file_path":"$WS/nodir/../a.txt"}"#,
+        "block climbs-out-of-absent",
+    );
+}
+
+#[test]
+fn tilde_expands_with_home() {
+    check(BASIC, r#"pi read {"path":"~/notes"}"#, "block outside-workspace");
+    check(BASIC, r#"pi ls {"path":"~"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Read {"file_path":"~/notes"}"#, "block outside-workspace");
+    // `~user` is not expanded by Pi: it is a name in the workspace.
+    check(BASIC, r#"pi write {"path":"~user/x"}"#, "allow");
+}
+
+#[test]
+fn home_inside_the_workspace_makes_tilde_inside() {
+    let tree = "@workspace home\nhome/notes";
+    check(tree, r#"pi read {"path":"~/notes"}"#, "allow");
+}
+
+#[test]
+fn one_leading_at_is_stripped() {
+    check(BASIC, r#"pi read {"path":"@a.txt"}"#, "allow");
+    check(BASIC, r#"pi read {"path":"@../secret"}"#, "block outside-workspace");
+    check(BASIC, r#"pi read {"path":"@~/notes"}"#, "block outside-workspace");
+    check(BASIC, r#"pi read {"path":"@$ROOT/secret"}"#, "block outside-workspace");
+}
+
+#[test]
+fn unicode_spaces_are_normalised_as_pi_does() {
+    // U+2003 becomes a space: Pi opens "ws/a b", a link to the secret.
+    let tree = "ws/a b -> ../secret\nsecret";
+    check(tree, "pi read {\"path\":\"a\u{2003}b\"}", "block outside-workspace");
+}
+
+#[test]
+fn file_urls_are_followed() {
+    check(BASIC, r#"pi read {"path":"file://$ROOT/secret"}"#, "block outside-workspace");
+    check(BASIC, r#"pi read {"path":"file://$WS/a.txt"}"#, "allow");
+    check(BASIC, r#"pi read {"path":"file://$WS/%2E%2E/secret"}"#, "block outside-workspace");
+    check(BASIC, r#"pi read {"path":"file://host/etc/passwd"}"#, "block bad-path");
+    check(BASIC, r#"pi read {"path":"file://$WS/a%2Fb"}"#, "block bad-path");
+}
+
+#[test]
+fn nul_byte_empty_and_missing_paths_are_refused() {
+    check(BASIC, r#"pi read {"path":"a.txt\u0000x"}"#, "block bad-path");
+    check(BASIC, r#"pi read {"path":""}"#, "block bad-path");
+    check(BASIC, r#"pi read {}"#, "block bad-path");
+    check(BASIC, r#"claude Read {"file_path":"   "}"#, "block bad-path");
+    check(BASIC, r#"pi read {"path":7}"#, "block bad-input");
+    check(BASIC, r#"pi read ["a.txt"]"#, "block bad-input");
+}
+
+#[test]
+fn optional_path_defaults_to_the_workspace() {
+    check(BASIC, r#"pi ls {}"#, "allow");
+    check(BASIC, r#"pi grep {"pattern":"x"}"#, "allow");
+    check(BASIC, r#"claude Grep {"pattern":"x"}"#, "allow");
+    check(BASIC, r#"pi ls {"path":""}"#, "allow");
+}
+
+#[test]
+fn claude_trims_and_the_gate_checks_the_trimmed_path() {
+    check(BASIC, r#"claude Read {"file_path":" $ROOT/secret"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Read {"file_path":"$ROOT/secret\n"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Read {"file_path":" ~/notes"}"#, "block outside-workspace");
+}
+
+#[test]
+fn tools_outside_the_policy_are_blocked() {
+    check(BASIC, r#"pi bash {"command":"cat /etc/passwd"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude Bash {"command":"id"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude WebFetch {"url":"http://x"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude read {"file_path":"a.txt"}"#, "block tool-not-allowed");
+    check(BASIC, r#"pi Read {"path":"a.txt"}"#, "block tool-not-allowed");
+}
+
+#[test]
+fn typed_tools_pass_under_their_harness_names() {
+    check(BASIC, r#"pi list_tasks {"done":false}"#, "allow");
+    check(BASIC, r#"claude mcp__mosaic__list_tasks {}"#, "allow");
+    check(BASIC, r#"claude mcp__mosaic__end_run {"role":"x","reason":"y"}"#, "allow");
+    check(BASIC, r#"claude list_tasks {}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude mcp__other__list_tasks {}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude mcp__mosaic__launch {}"#, "block tool-not-allowed");
+    check(BASIC, r#"pi mcp__mosaic__list_tasks {}"#, "block tool-not-allowed");
+}
+
+#[test]
+fn a_listed_tool_the_gate_does_not_know_gets_its_path_fields_checked() {
+    check(BASIC, r#"pi frobnicate {"target_path":"$ROOT/secret"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Frobnicate {"notebookPath":"../secret"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Frobnicate {"url":"$ROOT/secret"}"#, "allow");
+    check(BASIC, r#"claude Frobnicate {"path":"a.txt"}"#, "allow");
+}
+
+#[test]
+fn search_paths_are_checked() {
+    check(BASIC, r#"pi grep {"pattern":"x","path":".."}"#, "block outside-workspace");
+    check(BASIC, r#"pi find {"pattern":"*","path":"out_dir"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Grep {"pattern":"x","path":"$ROOT"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Glob {"pattern":"*","path":"/etc"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Glob {"pattern":"*","path":"$WS/sub"}"#, "allow");
+}
+
+#[test]
+fn patterns_are_checked() {
+    check(BASIC, r#"pi find {"pattern":"**/*.txt"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"sub/*.txt"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"../*"}"#, "block outside-workspace");
+    check(BASIC, r#"pi find {"pattern":"/etc/*"}"#, "block outside-workspace");
+    check(BASIC, r#"pi find {"pattern":"out_dir/*"}"#, "block outside-workspace");
+    check(BASIC, r#"pi find {"pattern":"*/../../secret"}"#, "block bad-pattern");
+    check(BASIC, r#"pi find {"pattern":"{..,sub}/*"}"#, "block bad-pattern");
+    check(BASIC, r#"pi find {"pattern":"~/*"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Glob {"pattern":"$ROOT/*"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Glob {"pattern":"$WS/**/*.txt"}"#, "allow");
+    check(BASIC, r#"claude Glob {"pattern":"{/etc/passwd,x}"}"#, "block bad-pattern");
+    check(BASIC, r#"claude Grep {"pattern":"x","glob":"../**"}"#, "block outside-workspace");
+    check(BASIC, r#"claude Grep {"pattern":"../../etc","glob":"*.rs"}"#, "allow");
+    check(BASIC, r#"pi find {}"#, "block bad-input");
+}
+
+#[test]
+fn pattern_is_relative_to_the_search_path() {
+    check(BASIC, r#"pi find {"pattern":"../*.txt","path":"sub"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"../../*","path":"sub"}"#, "block outside-workspace");
+}
+
+/// The workspace as given leads through a symlink: `wslink -> deep/er/ws`.
+const LINKED: &str = "
+    @workspace wslink
+    wslink -> deep/er/ws
+    deep/er/ws/a.txt
+    ws/a.txt
+";
+
+#[test]
+fn workspace_behind_a_symlink_allows_plain_paths() {
+    check(LINKED, r#"pi read {"path":"a.txt"}"#, "allow");
+    check(LINKED, r#"pi read {"path":"$WS/a.txt"}"#, "allow");
+    check(LINKED, r#"claude Read {"file_path":"$ROOT/deep/er/ws/a.txt"}"#, "allow");
+}
+
+#[test]
+fn climbs_out_and_back_in_through_real_parents() {
+    // Inside for Pi (from the real path deep/er/ws), outside from the path as given.
+    check(LINKED, r#"pi read {"path":"../../er/ws/a.txt"}"#, "block outside-workspace");
+}
+
+#[test]
+fn inside_as_given_but_outside_for_pi() {
+    // From the path as given this is wslink/a.txt; Pi, in deep/er/ws, opens deep/er/wslink/a.txt.
+    check(LINKED, r#"pi read {"path":"../wslink/a.txt"}"#, "block outside-workspace");
+    // From the real path this is inside; as given it is the decoy ws/a.txt beside the link.
+    check(LINKED, r#"pi read {"path":"../ws/a.txt"}"#, "block outside-workspace");
+}
+
+#[test]
+fn nfd_spelling_outside_blocks_the_read() {
+    let tree = "ws/cafe\u{301}.txt -> ../secret\nsecret";
+    check(tree, "pi read {\"path\":\"caf\u{e9}.txt\"}", "block outside-workspace");
+    check(tree, "claude Read {\"file_path\":\"$WS/caf\u{e9}.txt\"}", "block outside-workspace");
+    // write and edit take the name as given in Pi 0.85.1: a new file "café.txt" inside.
+    check(tree, "pi write {\"path\":\"caf\u{e9}.txt\"}", "allow");
+}
+
+#[test]
+fn am_pm_spelling_outside_blocks_the_read() {
+    let tree = "ws/Shot 1.02\u{202F}PM.png -> ../secret\nsecret";
+    check(tree, r#"pi read {"path":"Shot 1.02 PM.png"}"#, "block outside-workspace");
+    check(tree, r#"pi read {"path":"Shot 1.02 pm.png"}"#, "allow");
+}
+
+#[test]
+fn claude_reverse_am_pm_swap_is_checked() {
+    let tree = "ws/Shot 1.02 PM.png -> ../secret\nsecret";
+    check(
+        tree,
+        "claude Read {\"file_path\":\"$WS/Shot 1.02\u{202F}PM.png\"}",
+        "block outside-workspace",
+    );
+}
+
+#[test]
+fn curly_apostrophe_spelling_outside_blocks_the_read() {
+    let tree = "ws/jo\u{2019}s.txt -> ../secret\nsecret";
+    check(tree, r#"pi read {"path":"jo's.txt"}"#, "block outside-workspace");
+}
+
+#[test]
+fn nfd_and_curly_together() {
+    let tree = "ws/d\u{2019}e\u{301}cran -> ../secret\nsecret";
+    check(tree, "pi read {\"path\":\"d'\u{e9}cran\"}", "block outside-workspace");
+}
+
+#[test]
+fn spelling_outside_blocks_even_when_the_name_as_given_is_inside() {
+    let tree = "ws/caf\u{e9}.txt\nws/cafe\u{301}.txt -> ../secret\nsecret";
+    check(tree, "pi read {\"path\":\"caf\u{e9}.txt\"}", "block outside-workspace");
+}
+
+#[test]
+fn spelling_that_dangles_blocks_the_read() {
+    let tree = "ws/jo\u{2019}s.txt -> gone";
+    check(tree, r#"pi read {"path":"jo's.txt"}"#, "block dangling-symlink");
+}
+
+#[test]
+fn spelling_inside_or_missing_is_fine() {
+    check("ws/jo\u{2019}s.txt", r#"pi read {"path":"jo's.txt"}"#, "allow");
+    check("ws/a.txt", r#"pi read {"path":"jo's.txt"}"#, "allow");
+}
+
+#[test]
+fn sibling_workspace_with_another_spelling_blocks_the_read() {
+    // The spec's example: jo’s/ws beside a workspace in jo's/ws.
+    let tree = "@workspace jo's/ws\njo's/ws/a.txt\njo\u{2019}s/ws/a.txt";
+    check(tree, r#"pi read {"path":"a.txt"}"#, "block outside-workspace");
+    check(tree, r#"pi write {"path":"a.txt"}"#, "allow");
+}
+
+#[test]
+fn non_utf8_link_target_is_handled() {
+    use std::os::unix::ffi::OsStrExt;
+    let built = super::tree::Tree::build("ws/a.txt");
+    let target = std::ffi::OsStr::from_bytes(b"../\xff\xfe");
+    std::os::unix::fs::symlink(target, built.root.join("ws/bad")).unwrap();
+    assert_eq!(built.decide(r#"pi read {"path":"bad"}"#), "block dangling-symlink");
+    std::fs::write(built.root.join("\u{fffd}"), b"x").unwrap();
+    std::fs::write(built.root.join(std::ffi::OsStr::from_bytes(b"\xff\xfe")), b"x").unwrap();
+    assert_eq!(built.decide(r#"pi read {"path":"bad"}"#), "block outside-workspace");
+}

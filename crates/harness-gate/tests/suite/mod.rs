@@ -1,0 +1,3 @@
+mod cases;
+mod props;
+mod tree;

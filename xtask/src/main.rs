@@ -1,0 +1,75 @@
+//! `cargo xtask`: the workspace's own automation, written in Rust so that it runs wherever cargo runs.
+//!
+//! Each subcommand lives in its own module and exposes one `run` function; this file only parses the
+//! command line, finds the workspace root and maps an error to an exit code.
+//! xtask does not build the harness itself (cargo does) and never writes outside the workspace, except
+//! for what `apt-get` installs when `rg`, `fd` or `npm` are missing.
+
+mod ci;
+mod process;
+mod setup;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  setup   install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
+          plus rg and fd when missing; link them into .tools/bin/ and check their versions
+  ci      the test command: setup, cargo fmt --check, clippy -D warnings, cargo test
+          with HARNESS_REQUIRE_CLIS=1; stops at the first failure";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        [] | ["help" | "-h" | "--help"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        ["setup"] => setup::run(&workspace_root()?).map(|_tools| ()),
+        ["ci"] => ci::run(&workspace_root()?),
+        _ => bail!("unknown command line `{}`\n\n{USAGE}", args.join(" ")),
+    }
+}
+
+/// Returns the workspace root: the parent of this package's manifest directory.
+///
+/// `cargo run` sets `CARGO_MANIFEST_DIR` for the process it starts; the value baked in at compile
+/// time is the fallback for a binary started by hand.
+fn workspace_root() -> Result<PathBuf> {
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let root = manifest_dir
+        .parent()
+        .with_context(|| format!("{} has no parent directory", manifest_dir.display()))?
+        .to_path_buf();
+    check_root(&root)?;
+    Ok(root)
+}
+
+fn check_root(root: &Path) -> Result<()> {
+    for marker in ["Cargo.toml", "tools/package-lock.json"] {
+        if !root.join(marker).is_file() {
+            bail!(
+                "{} does not look like the harness workspace: {marker} is missing",
+                root.display()
+            );
+        }
+    }
+    Ok(())
+}
