@@ -57,8 +57,19 @@ fn gate(args: &[&str], cwd: &Path, stdin: &[u8], env: &[(&str, &str)]) -> Output
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    feed(&mut child, stdin);
     child.wait_with_output().unwrap()
+}
+
+/// Writes the call to the gate's stdin. The gate may exit before reading it (bad arguments, a
+/// panic), so a broken pipe is expected there; any other write error fails the test.
+fn feed(child: &mut std::process::Child, stdin: &[u8]) {
+    let mut pipe = child.stdin.take().unwrap();
+    match pipe.write_all(stdin) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(error) => panic!("writing the gate's stdin: {error}"),
+    }
 }
 
 /// Asserts the exit code, and for a block a single line on stderr naming `reason`.
@@ -217,7 +228,7 @@ fn a_missing_home_refuses_tilde_but_nothing_else() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(call.as_bytes()).unwrap();
+        feed(&mut child, call.as_bytes());
         child.wait_with_output().unwrap()
     };
     expect(&run(r#"{"tool":"read","input":{"path":"~/x"}}"#), 2, "HOME is not set");
