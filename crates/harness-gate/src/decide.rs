@@ -33,7 +33,7 @@ pub enum Rule {
     DanglingSymlink,
     /// Too many symlinks to follow.
     SymlinkLoop,
-    /// A `..` climbs out of a directory that does not exist.
+    /// A `..` climbs out of a name that does not exist or is not a directory.
     ClimbsOutOfAbsent,
     /// A component could not be examined, so nothing can be promised about the path.
     CannotCheck,
@@ -415,7 +415,7 @@ fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Blo
         )),
         Resolution::ClimbsOutOfAbsent(dir) => Err(block(
             Rule::ClimbsOutOfAbsent,
-            shown(&format!("climbs with `..` out of {dir:?}, which does not exist")),
+            shown(&format!("climbs with `..` out of {dir:?}, which is not an existing directory")),
         )),
         Resolution::Unreadable(at, error) => {
             Err(block(Rule::CannotCheck, shown(&format!("cannot be checked: {at:?}: {error}"))))

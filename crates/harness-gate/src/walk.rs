@@ -27,8 +27,8 @@ pub(crate) enum Resolution {
     Dangling(PathBuf),
     /// More than [`MAX_HOPS`] symlinks: the kernel would fail with `ELOOP`.
     Loop(PathBuf),
-    /// A `..` follows a name that does not exist; the kernel would fail, and what it means for a
-    /// tool that creates directories first cannot be known.
+    /// A `..` follows a name that does not exist or is not a directory; the kernel would fail,
+    /// and what it means for a tool that creates directories first cannot be known.
     ClimbsOutOfAbsent(PathBuf),
     /// A component could not be examined (permission denied, name too long, ...).
     Unreadable(PathBuf, io::Error),
@@ -64,10 +64,12 @@ pub(crate) fn resolve(path: &Path) -> Resolution {
     push_components(&mut queue, path, false);
     let mut current = PathBuf::from("/");
     let mut absent = false;
+    // False once `current` is a file: the kernel then fails any further lookup with ENOTDIR.
+    let mut current_is_dir = true;
     let mut hops = 0;
     while let Some(step) = queue.pop_front() {
         if step.name == OsStr::new("..") {
-            if absent {
+            if absent || !current_is_dir {
                 return Resolution::ClimbsOutOfAbsent(current);
             }
             current.pop();
@@ -94,7 +96,10 @@ pub(crate) fn resolve(path: &Path) -> Resolution {
                 // A link found while expanding another stays dangling-sensitive, and so do the
                 // names of its own target, which `push_components` marked.
             }
-            Ok(_) => current = next,
+            Ok(meta) => {
+                current_is_dir = meta.is_dir();
+                current = next;
+            }
             Err(error) if is_absence(&error) => {
                 if step.from_link {
                     return Resolution::Dangling(next);

@@ -1,1 +1,222 @@
-// placeholder replaced below
+//! Properties over random trees, checked against oracles that share no code with the gate:
+//! `std::fs::canonicalize` of the longest existing prefix (the kernel's own resolution), and for
+//! the converse a lexical fold of the path in a tree without symlinks.
+
+use std::path::{Component, Path, PathBuf};
+
+use harness_gate::{Decision, Harness, Policy, PolicyConfig, ToolCall, decide};
+use proptest::prelude::*;
+use serde_json::json;
+
+/// Where entries of a random tree may go.
+const SLOTS: &[&str] = &[
+    "ws/a", "ws/b", "ws/c", "ws/a/b", "ws/a/c", "ws/b/a", "ws/a/b/c", "out/a", "out/b", "out/a/b",
+];
+
+/// Symlink targets: inside, outside, up, dangling, absolute, and `..` inside a target.
+const TARGETS: &[&str] = &[
+    "a",
+    "b",
+    "c",
+    "..",
+    "../..",
+    "../out",
+    "../out/a",
+    "../../out/a",
+    "missing",
+    "a/missing",
+    "a/../b",
+    "b/../../out",
+    "$ROOT/out",
+    "$ROOT/ws/a",
+    "$ROOT/ws",
+    "/etc",
+    ".",
+    "c/..",
+    "../ws/b",
+];
+
+/// Segments of a random path argument.
+const SEGMENTS: &[&str] = &["a", "b", "c", "..", ".", "out", "ws", "missing"];
+
+#[derive(Debug, Clone)]
+enum Entry {
+    File(usize),
+    Dir(usize),
+    Link(usize, usize),
+}
+
+fn entry() -> impl Strategy<Value = Entry> {
+    prop_oneof![
+        1 => (0..SLOTS.len()).prop_map(Entry::File),
+        1 => (0..SLOTS.len()).prop_map(Entry::Dir),
+        3 => (0..SLOTS.len(), 0..TARGETS.len()).prop_map(|(slot, target)| Entry::Link(slot, target)),
+    ]
+}
+
+fn relative_path() -> impl Strategy<Value = String> {
+    prop::collection::vec(0..SEGMENTS.len(), 1..6).prop_map(|segments| {
+        segments.into_iter().map(|i| SEGMENTS[i]).collect::<Vec<_>>().join("/")
+    })
+}
+
+struct Built {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    ws_real: PathBuf,
+}
+
+fn build(entries: &[Entry], with_links: bool) -> Built {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("ws")).unwrap();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    for entry in entries {
+        // A slot whose parent cannot be a directory (a file or link is there) is skipped.
+        let (slot, make): (usize, Box<dyn Fn(&Path) -> std::io::Result<()>>) = match *entry {
+            Entry::File(slot) => (slot, Box::new(|path: &Path| std::fs::write(path, b"x"))),
+            Entry::Dir(slot) => (slot, Box::new(|path: &Path| std::fs::create_dir(path))),
+            Entry::Link(_, _) if !with_links => continue,
+            Entry::Link(slot, target) => {
+                let target = TARGETS[target].replace("$ROOT", &root.display().to_string());
+                (slot, Box::new(move |path: &Path| std::os::unix::fs::symlink(&target, path)))
+            }
+        };
+        let path = root.join(SLOTS[slot]);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            continue;
+        }
+        let parent_ok = path.parent().is_some_and(|parent| {
+            std::fs::symlink_metadata(parent).map(|m| m.is_dir()).unwrap_or(false)
+                || std::fs::create_dir_all(parent).is_ok()
+        });
+        if parent_ok {
+            let _ = make(&path);
+        }
+    }
+    let ws_real = root.join("ws");
+    Built { _dir: dir, root, ws_real }
+}
+
+fn policy(built: &Built, harness: Harness) -> Policy {
+    let tools = match harness {
+        Harness::Pi => vec!["read".to_owned(), "write".to_owned(), "ls".to_owned()],
+        Harness::ClaudeCode => vec!["Read".to_owned(), "Write".to_owned()],
+    };
+    Policy::new(PolicyConfig {
+        harness,
+        workspace: built.ws_real.display().to_string(),
+        tools,
+        typed: vec![],
+        home: Some(built.root.join("home").display().to_string()),
+    })
+    .unwrap()
+}
+
+/// The kernel's answer: `Some(real target)` from the longest prefix `canonicalize` accepts, with
+/// the rest appended; `None` when a name exists but cannot be resolved (a dangling link or a
+/// loop) or when a `..` must be applied to names that do not exist.
+fn kernel_target(path: &Path) -> Option<PathBuf> {
+    let mut prefix = path.to_path_buf();
+    let mut tail: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match prefix.canonicalize() {
+            Ok(real) => {
+                let mut target = real;
+                for name in tail.iter().rev() {
+                    if name == ".." {
+                        return None;
+                    }
+                    target.push(name);
+                }
+                return Some(target);
+            }
+            Err(_) => {
+                if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return None;
+                }
+                let name = prefix.file_name().map(ToOwned::to_owned);
+                match name {
+                    Some(name) => tail.push(name),
+                    // A trailing `..` or `.`: keep it in the tail for the check above.
+                    None => tail.push(prefix.components().next_back()?.as_os_str().to_owned()),
+                }
+                if !prefix.pop() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Folds `.` and `..` as text, the way Pi's `path.resolve` does.
+fn lexical(base: &Path, relative: &str) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in base.join(relative).components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn allows(policy: &Policy, tool: &str, input: serde_json::Value) -> bool {
+    let decision = decide(policy, &ToolCall { tool: tool.to_owned(), input });
+    matches!(decision, Decision::Allow)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    /// Soundness: nothing the gate allows leads, by the kernel's own resolution, outside the
+    /// workspace's real path or through a dangling link; neither the path Pi opens (lexical)
+    /// nor the path as the kernel reads it unresolved.
+    #[test]
+    fn no_allowed_path_leads_outside(entries in prop::collection::vec(entry(), 0..10),
+                                     paths in prop::collection::vec(relative_path(), 1..8)) {
+        let built = build(&entries, true);
+        let pi = policy(&built, Harness::Pi);
+        let claude = policy(&built, Harness::ClaudeCode);
+        for path in &paths {
+            let absolute = format!("{}/{path}", built.ws_real.display());
+            let allowed = [
+                allows(&pi, "read", json!({"path": path})),
+                allows(&pi, "write", json!({"path": path, "content": ""})),
+                allows(&claude, "Write", json!({"file_path": absolute})),
+            ];
+            if !allowed.iter().any(|allowed| *allowed) {
+                continue;
+            }
+            for opened in [lexical(&built.ws_real, path), built.ws_real.join(path)] {
+                let target = kernel_target(&opened);
+                prop_assert!(
+                    target.as_ref().is_some_and(|target| target.starts_with(&built.ws_real)),
+                    "allowed {path:?} (read/write/Write: {allowed:?}) but {opened:?} leads to {target:?}; tree {entries:?} in {:?}",
+                    built.root
+                );
+            }
+        }
+    }
+
+    /// Completeness where the answer is plain: in a tree without symlinks, a path that stays
+    /// inside both as text and for the kernel (every `..` follows an existing directory) is
+    /// allowed. A gate that blocks everything fails here.
+    #[test]
+    fn plain_paths_inside_are_allowed(entries in prop::collection::vec(entry(), 0..10),
+                                      paths in prop::collection::vec(relative_path(), 1..8)) {
+        let built = build(&entries, false);
+        let pi = policy(&built, Harness::Pi);
+        for path in &paths {
+            let inside_as_text = lexical(&built.ws_real, path).starts_with(&built.ws_real);
+            let kernel_ok = kernel_target(&built.ws_real.join(path))
+                .is_some_and(|target| target.starts_with(&built.ws_real));
+            let expected = inside_as_text && kernel_ok;
+            let got = allows(&pi, "write", json!({"path": path, "content": ""}));
+            prop_assert_eq!(got, expected, "write {:?} in tree {:?}", path, entries);
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! Scripted peers for tests and the demo: a scripted Messages API the real CLIs can talk to, and
+//! sandboxes that run those CLIs with nothing of the developer's machine in their environment.
+//!
+//! [`ScriptedModel`] serves `POST /v1/messages` on 127.0.0.1 from a [`Script`] of [`Reply`]s,
+//! streaming Server-Sent Events exactly as CLIS.md records, and logs every request as a
+//! [`RecordedRequest`] so a test can assert what the model saw. [`require_cli`] finds Claude Code
+//! and Pi under `.tools/bin` and refuses to skip silently; [`CliSandbox`] gives one CLI run its own
+//! home, config directories and working directory; [`run_with_deadline`] runs it in its own process
+//! group and kills the group when the deadline passes.
+//!
+//! It deliberately does not model the real API beyond what the two CLIs need (no token counting, no
+//! non-streaming replies, no thinking blocks), does not install anything (that is
+//! `cargo xtask setup`), and is never linked into a shipped binary (`publish = false`).
+
+mod clis;
+mod process;
+mod recorded;
+mod sandbox;
+mod script;
+mod server;
+
+pub use clis::{Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, tools_bin_dir, workspace_root};
+pub use process::{CliOutput, run_with_deadline};
+pub use recorded::{Outcome, RecordedRequest, ToolResult};
+pub use sandbox::{CliSandbox, PI_MODEL, PI_MODEL_ARG, PI_PROVIDER};
+pub use script::{Block, Reply, Script};
+pub use server::ScriptedModel;

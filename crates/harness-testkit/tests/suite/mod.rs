@@ -1,0 +1,3 @@
+mod deadline;
+mod real_clis;
+mod scripted_model;
