@@ -25,6 +25,6 @@ pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
 /// Pi 0.85.1's path functions, ported; `cargo xtask verify-pi` compares them with Pi's own.
 pub mod pi {
     pub use crate::pi_paths::{
-        NormalizeOptions, PiPathError, normalize_path, resolve_read_path, resolve_to_cwd,
+        NormalizeOptions, PiPathError, nfd, normalize_path, resolve_read_path, resolve_to_cwd,
     };
 }

@@ -179,8 +179,8 @@ fn swap_before_am_pm(path: &str, from: char, to: char) -> String {
     out
 }
 
-/// Pi's `tryNFDVariant`.
-fn nfd_spelling(path: &str) -> String {
+/// Pi's `tryNFDVariant`: the canonical decomposition, as JavaScript's `normalize("NFD")`.
+pub fn nfd(path: &str) -> String {
     path.nfd().collect()
 }
 
@@ -191,7 +191,7 @@ fn curly_spelling(path: &str) -> String {
 
 /// Pi's four fallback spellings of a resolved read path, in the order Pi tries them.
 fn pi_read_spellings(resolved: &str) -> [String; 4] {
-    let nfd = nfd_spelling(resolved);
+    let nfd = nfd(resolved);
     let nfd_curly = curly_spelling(&nfd);
     [am_pm_spelling(resolved), nfd, curly_spelling(resolved), nfd_curly]
 }
@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(am_pm_spelling("/s/a AM. PM."), "/s/a\u{202F}AM.\u{202F}PM.");
         assert_eq!(am_pm_spelling("/s/a AMX"), "/s/a AMX");
         assert_eq!(curly_spelling("/jo's/x"), "/jo\u{2019}s/x");
-        assert_eq!(nfd_spelling("/caf\u{e9}"), "/cafe\u{301}");
+        assert_eq!(nfd("/caf\u{e9}"), "/cafe\u{301}");
         assert_eq!(read_spellings("/plain/name"), Vec::<String>::new());
         assert_eq!(read_spellings("/d'\u{e9}").len(), 3);
     }

@@ -13,6 +13,7 @@
 //! `cargo xtask setup`), and is never linked into a shipped binary (`publish = false`).
 
 mod clis;
+mod gate_scenario;
 mod process;
 mod recorded;
 mod sandbox;
@@ -20,6 +21,9 @@ mod script;
 mod server;
 
 pub use clis::{Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, tools_bin_dir, workspace_root};
+pub use gate_scenario::{
+    FINAL_TEXT, GateScenario, INSIDE_TEXT, OutsideRead, SECRET_TEXT, ScenarioStep,
+};
 pub use process::{CliOutput, run_with_deadline};
 pub use recorded::{Outcome, RecordedRequest, ToolResult};
 pub use sandbox::{CliSandbox, PI_MODEL, PI_MODEL_ARG, PI_PROVIDER};
