@@ -72,27 +72,30 @@ fn build(entries: &[Entry], with_links: bool) -> Built {
     std::fs::create_dir_all(root.join("ws")).unwrap();
     std::fs::create_dir_all(root.join("out")).unwrap();
     for entry in entries {
-        // A slot whose parent cannot be a directory (a file or link is there) is skipped.
-        let (slot, make): (usize, Box<dyn Fn(&Path) -> std::io::Result<()>>) = match *entry {
-            Entry::File(slot) => (slot, Box::new(|path: &Path| std::fs::write(path, b"x"))),
-            Entry::Dir(slot) => (slot, Box::new(|path: &Path| std::fs::create_dir(path))),
+        let slot = match *entry {
             Entry::Link(_, _) if !with_links => continue,
-            Entry::Link(slot, target) => {
-                let target = TARGETS[target].replace("$ROOT", &root.display().to_string());
-                (slot, Box::new(move |path: &Path| std::os::unix::fs::symlink(&target, path)))
-            }
+            Entry::File(slot) | Entry::Dir(slot) | Entry::Link(slot, _) => slot,
         };
         let path = root.join(SLOTS[slot]);
         if std::fs::symlink_metadata(&path).is_ok() {
             continue;
         }
+        // A slot whose parent cannot be a directory (a file or link is there) is skipped.
         let parent_ok = path.parent().is_some_and(|parent| {
             std::fs::symlink_metadata(parent).map(|m| m.is_dir()).unwrap_or(false)
                 || std::fs::create_dir_all(parent).is_ok()
         });
-        if parent_ok {
-            let _ = make(&path);
+        if !parent_ok {
+            continue;
         }
+        let _ = match *entry {
+            Entry::File(_) => std::fs::write(&path, b"x"),
+            Entry::Dir(_) => std::fs::create_dir(&path),
+            Entry::Link(_, target) => {
+                let target = TARGETS[target].replace("$ROOT", &root.display().to_string());
+                std::os::unix::fs::symlink(target, &path)
+            }
+        };
     }
     let ws_real = root.join("ws");
     Built { _dir: dir, root, ws_real }
