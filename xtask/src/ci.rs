@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use crate::{process, setup};
+use crate::{process, setup, verify_pi};
 
 /// One step of the test command.
 struct Step {
@@ -23,9 +23,7 @@ const STEPS: &[Step] = &[
     Step { name: "setup", run: |root| setup::run(root).map(|_tools| ()) },
     Step { name: "fmt", run: fmt },
     Step { name: "clippy", run: clippy },
-    // Place for the `verify-pi` step (issue 2, item 7): the Pi port checked against the installed
-    // Pi 0.85.1. It belongs here, after clippy and before the tests, as
-    // `Step { name: "verify-pi", run: verify_pi::run }` once `xtask/src/verify_pi.rs` exists.
+    Step { name: "verify-pi", run: verify_pi::run },
     Step { name: "test", run: test },
 ];
 

@@ -5,9 +5,12 @@
 //! xtask does not build the harness itself (cargo does) and never writes outside the workspace, except
 //! for what `apt-get` installs when `rg`, `fd` or `npm` are missing.
 
+mod bench;
 mod ci;
+mod demo;
 mod process;
 mod setup;
+mod verify_pi;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,8 +23,14 @@ usage: cargo xtask <command>
 commands:
   setup   install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
           plus rg and fd when missing; link them into .tools/bin/ and check their versions
+  bench   the gate's cost per call against a bare process, its peak RSS and decide() alone;
+          writes docs/performance.md (`--runs N`, default 500)
+  demo    the main job: the real Claude Code and Pi against the scripted model, with the gate
+          blocking a read outside the workspace and allowing one inside
   ci      the test command: setup, cargo fmt --check, clippy -D warnings, cargo test
-          with HARNESS_REQUIRE_CLIS=1; stops at the first failure";
+          with HARNESS_REQUIRE_CLIS=1; stops at the first failure
+  verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
+          file hashes, Pi's own functions on a generated corpus, and NFD for every scalar";
 
 fn main() -> ExitCode {
     match run() {
@@ -43,6 +52,9 @@ fn run() -> Result<()> {
         }
         ["setup"] => setup::run(&workspace_root()?).map(|_tools| ()),
         ["ci"] => ci::run(&workspace_root()?),
+        ["bench", args @ ..] => bench::run(&workspace_root()?, args),
+        ["verify-pi"] => verify_pi::run(&workspace_root()?),
+        ["demo"] => demo::run(&workspace_root()?),
         _ => bail!("unknown command line `{}`\n\n{USAGE}", args.join(" ")),
     }
 }

@@ -7,7 +7,7 @@
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::io::Read;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -80,6 +80,23 @@ fn first_line(text: &str) -> Option<&str> {
 ///
 /// Fails naming the command, its exit status and the tail of its stderr unless it exits 0.
 pub(crate) fn run_captured(cmd: &mut Command, timeout: Duration) -> Result<Captured> {
+    let (status, captured) = run_captured_any_status(cmd, timeout)?;
+    if !status.success() {
+        bail!(
+            "`{}` failed with {status}{}",
+            display(cmd),
+            tail(&captured.stderr, &captured.stdout)
+        );
+    }
+    Ok(captured)
+}
+
+/// Runs `cmd` like [`run_captured`] but returns its exit status whatever it is, for a caller that
+/// expects a failure (a gate that must block); fails only when it cannot start or times out.
+pub(crate) fn run_captured_any_status(
+    cmd: &mut Command,
+    timeout: Duration,
+) -> Result<(ExitStatus, Captured)> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().with_context(|| format!("cannot start `{}`", display(cmd)))?;
     let stdout = drain(child.stdout.take());
@@ -111,10 +128,23 @@ pub(crate) fn run_captured(cmd: &mut Command, timeout: Duration) -> Result<Captu
     let grace = Duration::from_secs(5);
     let stdout = stdout.recv_timeout(grace).unwrap_or_default();
     let stderr = stderr.recv_timeout(grace).unwrap_or_default();
-    if !status.success() {
-        bail!("`{}` failed with {status}{}", display(cmd), tail(&stderr, &stdout));
-    }
-    Ok(Captured { stdout, stderr })
+    Ok((status, Captured { stdout, stderr }))
+}
+
+/// Starts `cmd` for a caller that acts on the child while it runs (the benchmark traces it) and
+/// then waits for it.
+pub(crate) fn spawn(cmd: &mut Command) -> Result<Child> {
+    cmd.spawn().with_context(|| format!("cannot start `{}`", display(cmd)))
+}
+
+/// Runs `cmd`, whose stdin, stdout and stderr the caller has set, to its end, and returns its exit
+/// status and the time from just before the spawn to just after the wait.
+///
+/// It has no deadline: a benchmark polling for one would measure its own polling.
+pub(crate) fn run_timed(cmd: &mut Command) -> Result<(ExitStatus, Duration)> {
+    let started = Instant::now();
+    let status = cmd.status().with_context(|| format!("cannot run `{}`", display(cmd)))?;
+    Ok((status, started.elapsed()))
 }
 
 /// Reads a pipe to its end on a thread of its own, so that neither pipe can fill up and block.
