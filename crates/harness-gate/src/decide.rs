@@ -35,6 +35,8 @@ pub enum Rule {
     SymlinkLoop,
     /// A `..` climbs out of a name that does not exist or is not a directory.
     ClimbsOutOfAbsent,
+    /// The path enters `/proc`, whose magic links depend on the process that opens them.
+    ThroughProc,
     /// A component could not be examined, so nothing can be promised about the path.
     CannotCheck,
 }
@@ -51,6 +53,7 @@ impl Rule {
             Self::DanglingSymlink => "dangling-symlink",
             Self::SymlinkLoop => "symlink-loop",
             Self::ClimbsOutOfAbsent => "climbs-out-of-absent",
+            Self::ThroughProc => "through-proc",
             Self::CannotCheck => "cannot-check",
         }
     }
@@ -416,6 +419,10 @@ fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Blo
         Resolution::ClimbsOutOfAbsent(dir) => Err(block(
             Rule::ClimbsOutOfAbsent,
             shown(&format!("climbs with `..` out of {dir:?}, which is not an existing directory")),
+        )),
+        Resolution::ThroughProc(at) => Err(block(
+            Rule::ThroughProc,
+            shown(&format!("enters {at:?}, whose links depend on the process that opens them")),
         )),
         Resolution::Unreadable(at, error) => {
             Err(block(Rule::CannotCheck, shown(&format!("cannot be checked: {at:?}: {error}"))))

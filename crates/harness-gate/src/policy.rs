@@ -63,6 +63,9 @@ pub enum PolicyError {
         #[source]
         source: std::io::Error,
     },
+    /// The workspace resolves to `/`, which would confine nothing.
+    #[error("the policy's workspace {0:?} resolves to /, which would confine nothing")]
+    RootWorkspace(String),
     /// The workspace's real path is not UTF-8, so paths cannot be compared with it as text.
     #[error("the policy's workspace resolves to a path that is not UTF-8: {0:?}")]
     WorkspaceNotUtf8(PathBuf),
@@ -137,6 +140,9 @@ impl Policy {
                 }
             })
             .map_err(|source| PolicyError::Workspace { path: workspace.clone(), source })?;
+        if real == std::path::Path::new("/") {
+            return Err(PolicyError::RootWorkspace(workspace));
+        }
         let workspace_real = real
             .into_os_string()
             .into_string()

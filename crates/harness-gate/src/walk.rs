@@ -30,6 +30,9 @@ pub(crate) enum Resolution {
     /// A `..` follows a name that does not exist or is not a directory; the kernel would fail,
     /// and what it means for a tool that creates directories first cannot be known.
     ClimbsOutOfAbsent(PathBuf),
+    /// The path enters `/proc`, whose links (`/proc/self`, `fd/N`, `cwd`, `root`) name different
+    /// things in the gate's process and in the tool's, so what they lead to cannot be promised.
+    ThroughProc(PathBuf),
     /// A component could not be examined (permission denied, name too long, ...).
     Unreadable(PathBuf, io::Error),
 }
@@ -76,6 +79,9 @@ pub(crate) fn resolve(path: &Path) -> Resolution {
             continue;
         }
         let next = current.join(&step.name);
+        if next.starts_with("/proc") {
+            return Resolution::ThroughProc(next);
+        }
         if absent {
             current = next;
             continue;

@@ -187,6 +187,10 @@ fn every_bad_input_blocks() {
             ),
             "cannot be resolved",
         ),
+        (
+            fx.write("p6.json", r#"{"harness":"pi","workspace":"/tmp/..","tools":[],"typed":[]}"#),
+            "would confine nothing",
+        ),
         (fx.write("p5.json", r#"{"harness":"pi","workspace":"/","tools":["read"]}"#), "typed"),
     ];
     for (path, reason) in bad_policies {
