@@ -42,8 +42,6 @@ const TARGET_RSS_KIB: u64 = 3 * 1024;
 const TARGET_DECIDE_US: f64 = 20.0;
 
 const DOC: &str = "docs/performance.md";
-const START_MARKER: &str = "<!-- bench:gate:start -->";
-const END_MARKER: &str = "<!-- bench:gate:end -->";
 const DOC_HEADER: &str = "\
 # Performance
 
@@ -67,7 +65,10 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
         _ => bail!("unknown arguments `{}`\n{USAGE}", args.join(" ")),
     };
     ensure!(runs >= 10, "--runs must be at least 10 for a median and a p90 to mean much");
-    bench(root, runs)
+    bench(root, runs)?;
+    crate::bench_bundle::run(root)?;
+    crate::bench_unslop::run(root, runs)?;
+    crate::bench_tools::run(root, runs)
 }
 
 fn bench(root: &Path, runs: usize) -> Result<()> {
@@ -681,18 +682,27 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 
 /// Puts `section` between this benchmark's markers in `path`, creating the file or the markers.
 fn write_doc(path: &Path, section: &str) -> Result<()> {
+    write_section(path, "gate", section)
+}
+
+/// Puts `section` between the markers `<!-- bench:NAME:start -->` and `<!-- bench:NAME:end -->`
+/// in `path`, creating the file or the markers; every benchmark of `cargo xtask bench` writes
+/// its own section this way.
+pub(crate) fn write_section(path: &Path, name: &str, section: &str) -> Result<()> {
+    let start_marker = format!("<!-- bench:{name}:start -->");
+    let end_marker = format!("<!-- bench:{name}:end -->");
     let old = match fs::read_to_string(path) {
         Ok(old) => old,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => DOC_HEADER.to_owned(),
         Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
     };
-    let block = format!("{START_MARKER}\n{section}{END_MARKER}");
-    let new = match (old.find(START_MARKER), old.find(END_MARKER)) {
+    let block = format!("{start_marker}\n{section}{end_marker}");
+    let new = match (old.find(&start_marker), old.find(&end_marker)) {
         (Some(start), Some(end)) if start < end => {
-            format!("{}{block}{}", &old[..start], &old[end + END_MARKER.len()..])
+            format!("{}{block}{}", &old[..start], &old[end + end_marker.len()..])
         }
         (None, None) => format!("{}\n\n{block}\n", old.trim_end()),
-        _ => bail!("{} has a broken pair of {START_MARKER} markers", path.display()),
+        _ => bail!("{} has a broken pair of {start_marker} markers", path.display()),
     };
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
@@ -737,7 +747,10 @@ mod tests {
         write_doc(&path, "second\n").unwrap();
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# Performance"), "{text}");
-        assert!(text.contains(&format!("{START_MARKER}\nsecond\n{END_MARKER}")), "{text}");
+        assert!(
+            text.contains("<!-- bench:gate:start -->\nsecond\n<!-- bench:gate:end -->"),
+            "{text}"
+        );
         assert!(!text.contains("first") && text.contains("kept"), "{text}");
     }
 }

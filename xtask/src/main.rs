@@ -6,8 +6,12 @@
 //! for what `apt-get` installs when `rg`, `fd` or `npm` are missing.
 
 mod bench;
+mod bench_bundle;
+mod bench_tools;
+mod bench_unslop;
 mod ci;
 mod demo;
+mod dist;
 mod process;
 mod setup;
 mod verify_pi;
@@ -27,6 +31,7 @@ commands:
           writes docs/performance.md (`--runs N`, default 500)
   demo    the main job: the real Claude Code and Pi against the scripted model, with the gate
           blocking a read outside the workspace and allowing one inside
+  dist    --prefix DIR: install the release binaries and assets in the layout bundles point into
   ci      the test command: setup, cargo fmt --check, clippy -D warnings, cargo test
           with HARNESS_REQUIRE_CLIS=1; stops at the first failure
   verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
@@ -55,6 +60,7 @@ fn run() -> Result<()> {
         ["bench", args @ ..] => bench::run(&workspace_root()?, args),
         ["verify-pi"] => verify_pi::run(&workspace_root()?),
         ["demo"] => demo::run(&workspace_root()?),
+        ["dist", args @ ..] => dist::run(&workspace_root()?, args),
         _ => bail!("unknown command line `{}`\n\n{USAGE}", args.join(" ")),
     }
 }

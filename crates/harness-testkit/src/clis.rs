@@ -94,6 +94,16 @@ pub fn require_cli(cli: Cli) -> Option<CliPaths> {
     require_cli_in(cli, tools_bin_dir(), required, &mut std::io::stderr())
 }
 
+/// Returns `.tools/bin/node` (Node 24) if it is installed, under the same rule as [`require_cli`]:
+/// a panic when `HARNESS_REQUIRE_CLIS=1`, otherwise a `SKIPPED: …` line on stderr and `None`.
+/// For tests that run JavaScript themselves, such as the unslop list's portability check.
+pub fn require_node() -> Option<PathBuf> {
+    let required = std::env::var_os(REQUIRE_CLIS_ENV).is_some_and(|v| v == "1");
+    let bin_dir = tools_bin_dir();
+    require_in("node", &["node"], &bin_dir, required, &mut std::io::stderr())
+        .then(|| bin_dir.join("node"))
+}
+
 /// [`require_cli`] with the directory, the policy and the skip line's destination as arguments, so
 /// every outcome is testable without printing a false skip.
 fn require_cli_in(
@@ -102,18 +112,33 @@ fn require_cli_in(
     required: bool,
     skip_log: &mut dyn Write,
 ) -> Option<CliPaths> {
-    let missing: Vec<String> = cli
-        .needs()
+    require_in(cli.name(), cli.needs(), &bin_dir, required, skip_log).then(|| CliPaths {
+        cli,
+        program: bin_dir.join(cli.name()),
+        bin_dir,
+    })
+}
+
+/// Returns true if and only if every one of `needs` is an executable in `bin_dir`; otherwise
+/// panics when `required`, or writes the skip line for `what` and returns false.
+fn require_in(
+    what: &str,
+    needs: &[&str],
+    bin_dir: &Path,
+    required: bool,
+    skip_log: &mut dyn Write,
+) -> bool {
+    let missing: Vec<String> = needs
         .iter()
         .map(|name| bin_dir.join(name))
         .filter(|path| !is_executable_file(path))
         .map(|path| path.display().to_string())
         .collect();
     if missing.is_empty() {
-        return Some(CliPaths { cli, program: bin_dir.join(cli.name()), bin_dir });
+        return true;
     }
     let what =
-        format!("{cli} not installed (missing {}); run `cargo xtask setup`", missing.join(", "));
+        format!("{what} not installed (missing {}); run `cargo xtask setup`", missing.join(", "));
     if required {
         panic!("{REQUIRE_CLIS_ENV}=1 but {what}");
     }
@@ -123,7 +148,7 @@ fn require_cli_in(
         skip_log,
         "SKIPPED: {test}: {what} (set {REQUIRE_CLIS_ENV}=1 to make this a failure)"
     );
-    None
+    false
 }
 
 /// Returns true if and only if `path` (following symlinks) is a regular file with an execute bit.

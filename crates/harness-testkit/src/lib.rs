@@ -8,10 +8,15 @@
 //! home, config directories and working directory; [`run_with_deadline`] runs it in its own process
 //! group and kills the group when the deadline passes.
 //!
+//! [`ScriptedBroker`] speaks the broker protocol (DESIGN.md contract 4) on a Unix socket from a
+//! per-verb script, refusals included, and records every call.
+//!
 //! It deliberately does not model the real API beyond what the two CLIs need (no token counting, no
 //! non-streaming replies, no thinking blocks), does not install anything (that is
 //! `cargo xtask setup`), and is never linked into a shipped binary (`publish = false`).
 
+mod bins;
+mod broker;
 mod clis;
 mod gate_scenario;
 mod process;
@@ -20,7 +25,11 @@ mod sandbox;
 mod script;
 mod server;
 
-pub use clis::{Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, tools_bin_dir, workspace_root};
+pub use bins::workspace_binary;
+pub use broker::{BrokerAnswer, BrokerCall, ScriptedBroker};
+pub use clis::{
+    Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, require_node, tools_bin_dir, workspace_root,
+};
 pub use gate_scenario::{
     FINAL_TEXT, GateScenario, INSIDE_TEXT, OutsideRead, SECRET_TEXT, ScenarioStep,
 };

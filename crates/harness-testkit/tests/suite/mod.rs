@@ -1,3 +1,4 @@
 mod deadline;
 mod real_clis;
+mod scripted_broker;
 mod scripted_model;

@@ -1,0 +1,55 @@
+//! `harness bundle build --request FILE --out DIR` and `harness bundle verify DIR`.
+
+use std::path::{Path, PathBuf};
+
+use harness_bundle::{build_bundle, load_request, verify_bundle};
+
+use crate::Failure;
+
+pub(crate) fn run(args: &[&str]) -> Result<(), Failure> {
+    match args {
+        ["build", "--request", request, "--out", out]
+        | ["build", "--out", out, "--request", request] => {
+            build(Path::new(request), Path::new(out))
+        }
+        ["verify", dir] => verify(Path::new(dir)),
+        _ => Err(Failure::Usage(
+            "usage: harness bundle build --request FILE --out DIR | harness bundle verify DIR"
+                .to_owned(),
+        )),
+    }
+}
+
+/// The prefix this binary is installed under (`PREFIX/bin/harness`), the default install layout.
+fn own_prefix() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.to_path_buf())
+}
+
+fn build(request: &Path, out: &Path) -> Result<(), Failure> {
+    let failed = |error: harness_bundle::BundleError| Failure::Failed(error.to_string());
+    let loaded = load_request(request, own_prefix().as_deref()).map_err(failed)?;
+    let dir = build_bundle(&loaded.request(out.to_path_buf())).map_err(failed)?;
+    println!("{}", dir.display());
+    Ok(())
+}
+
+fn verify(dir: &Path) -> Result<(), Failure> {
+    let report = verify_bundle(dir).map_err(|error| Failure::Failed(error.to_string()))?;
+    if report.mismatches.is_empty() {
+        println!(
+            "ok: {} files and assets match {}",
+            report.checked,
+            dir.join("manifest.json").display()
+        );
+        return Ok(());
+    }
+    for mismatch in &report.mismatches {
+        println!("{mismatch}");
+    }
+    Err(Failure::Failed(format!(
+        "{} of {} recorded digests do not match, or files are missing or unrecorded",
+        report.mismatches.len(),
+        report.checked
+    )))
+}

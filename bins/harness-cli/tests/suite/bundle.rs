@@ -1,0 +1,128 @@
+//! `harness bundle build --request FILE --out DIR` and `harness bundle verify DIR`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::json;
+
+fn workspace_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+#[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
+fn harness(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness")).args(args).env_clear().output().unwrap()
+}
+
+/// A fake install prefix and a request file for `resolved` on `route`.
+fn setup(dir: &Path, resolved: &str, route: &str) -> std::path::PathBuf {
+    let prefix = dir.join("prefix");
+    for (file, text) in [
+        ("bin/harness-gate", "gate"),
+        ("bin/harness-mcp", "mcp"),
+        ("bin/harness-unslop", "unslop"),
+        ("share/harness/pi/extension.mjs", "extension"),
+        ("share/harness/pi/unslop-extension.mjs", "unslop extension"),
+        ("share/harness/unslop/lists.json", "{}"),
+    ] {
+        let path = prefix.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let root = workspace_root();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    let request = dir.join(format!("{resolved}-{route}.json"));
+    let text = json!({
+        "resolved": root.join(format!("fixtures/resolved/{resolved}.json")),
+        "contract": root.join("fixtures/bundle/contracts/pm.md"),
+        "session": {"run": "run-9", "launchedBy": "jo", "workspace": dir.join("ws")},
+        "route": route,
+        "routeReason": "test",
+        "skillsDir": root.join("fixtures/bundle/skills-enabled"),
+        "install": {"prefix": prefix},
+        "credentials": [{"service": "vikunja", "status": "usable"}],
+    });
+    std::fs::write(&request, text.to_string()).unwrap();
+    request
+}
+
+#[test]
+fn a_bundle_built_for_each_harness_passes_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    for (resolved, route, expected) in [("pm", "primary", "claude-code"), ("pm", "fallback", "pi")]
+    {
+        let request = setup(dir.path(), resolved, route);
+        let out = dir.path().join(format!("bundle-{route}"));
+        let built = harness(&[
+            "bundle",
+            "build",
+            "--request",
+            request.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+        assert_eq!(String::from_utf8_lossy(&built.stdout).trim(), out.display().to_string());
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(manifest["harness"], expected);
+        let verified = harness(&["bundle", "verify", out.to_str().unwrap()]);
+        assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+        assert!(String::from_utf8_lossy(&verified.stdout).starts_with("ok: "));
+    }
+}
+
+#[test]
+fn verify_names_each_mismatch_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = setup(dir.path(), "pm", "primary");
+    let out = dir.path().join("bundle");
+    assert!(
+        harness(&[
+            "bundle",
+            "build",
+            "--request",
+            request.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    let tools = out.join("tools.json");
+    let mut perms = std::fs::metadata(&tools).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+    std::fs::set_permissions(&tools, perms).unwrap();
+    std::fs::write(&tools, "{\"tools\": []}").unwrap();
+    std::fs::write(dir.path().join("prefix/bin/harness-gate"), "another gate").unwrap();
+    let verified = harness(&["bundle", "verify", out.to_str().unwrap()]);
+    assert_eq!(verified.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&verified.stdout);
+    assert!(stdout.lines().any(|line| line.starts_with("tools.json: sha256 ")), "{stdout}");
+    assert!(stdout.lines().any(|line| line.starts_with("gate (")), "{stdout}");
+}
+
+#[test]
+fn a_refused_build_names_its_code_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = setup(dir.path(), "pm", "primary");
+    let out = dir.path().join("bundle");
+    std::fs::create_dir(&out).unwrap();
+    let built = harness(&[
+        "bundle",
+        "build",
+        "--request",
+        request.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(built.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&built.stderr).contains("bundle-exists"),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    assert!(std::fs::read_dir(&out).unwrap().next().is_none());
+    let usage = harness(&["bundle", "build", "--request"]);
+    assert_eq!(usage.status.code(), Some(2));
+}

@@ -1,0 +1,3 @@
+mod bundle;
+mod real_claude_bundle;
+mod unslop;

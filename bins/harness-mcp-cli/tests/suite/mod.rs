@@ -1,0 +1,3 @@
+mod protocol;
+mod real_claude;
+mod session;

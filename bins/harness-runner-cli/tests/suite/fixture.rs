@@ -1,0 +1,208 @@
+//! A run directory with a real bundle (built by harness-bundle from the assistant fixture, its
+//! install layout fake but for the adapter script, which each test chooses), a scripted broker,
+//! and the runner binary started on it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use harness_adapters::{InstallLayout, module};
+use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
+use harness_testkit::{BrokerAnswer, ScriptedBroker, workspace_root};
+use serde_json::{Value, json};
+
+/// The capability the tests hand the runner; it must never show up anywhere.
+pub(crate) const CAP: &str = "cap-secret-7f3a9c41d2b8e605";
+
+/// The test adapter: what it does is chosen by TEST_MODE (passed through run.json's passEnv).
+pub(crate) const ADAPTER: &str = r#"
+case "${TEST_MODE:-ok}" in
+  ok) printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
+  fail) echo "boom" >&2; exit 3 ;;
+  nomarker) echo "no marker written" ;;
+  hang) sleep 300 & echo $! > "$MOSAIC_RUN/bg.pid"; sleep 300 ;;
+  env) env > "$MOSAIC_RUN/adapter.env"; printf done > "$MOSAIC_TURN_MARKER"; echo env ;;
+  slop) printf done > "$MOSAIC_TURN_MARKER"
+    printf '%s\n' '{"ts":"2026-11-30T03:00:00.000Z","harness":"pi","event":"flagged","reply_chars":26,"reply_start":"Let us delve into the plan","findings":[{"id":"delve","source":"Kobak et al. 2024","match":"delve"}]}' >> "$MOSAIC_UNSLOP_LOG"
+    echo "Let us delve into the plan." ;;
+esac
+"#;
+
+pub(crate) struct Fixture {
+    _dir: tempfile::TempDir,
+    pub(crate) run: PathBuf,
+    pub(crate) broker: ScriptedBroker,
+}
+
+pub(crate) fn message(id: &str, kind: &str, text: &str) -> Value {
+    json!({"message": {"id": id, "from": "acme-cos", "kind": kind, "sentAt": "2026-11-30T03:00:00Z", "text": text}})
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Fixture {
+        Self::with_run_json(|_| {})
+    }
+
+    pub(crate) fn with_run_json(edit: impl FnOnce(&mut Value)) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let layout = InstallLayout::under(&root.join("prefix"));
+        for (path, text) in [
+            (&layout.gate, "gate"),
+            (&layout.mcp, "mcp"),
+            (&layout.unslop, "unslop"),
+            (&layout.pi_extension, "extension"),
+            (&layout.pi_unslop_extension, "unslop extension"),
+            (&layout.unslop_lists, "{}"),
+            (&layout.adapters.join("pi.sh"), ADAPTER),
+            (&layout.adapters.join("claude-code.sh"), ADAPTER),
+        ] {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let workspace = root.join("ws");
+        std::fs::create_dir_all(&workspace).unwrap();
+        let run = root.join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        let resolved: harness_tools::ResolvedInstance = serde_json::from_str(
+            &std::fs::read_to_string(workspace_root().join("fixtures/resolved/assistant.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("skills")).unwrap();
+        build_bundle(&BundleRequest {
+            dir: run.join("bundle"),
+            resolved: &resolved,
+            contract: "# Role contract: assistant\n".to_owned(),
+            arbiter: Default::default(),
+            tracker: None,
+            credentials: Vec::new(),
+            session: SessionInfo {
+                run: "run-1".into(),
+                launched_by: "test".into(),
+                workspace: workspace.clone(),
+            },
+            harness: module("pi").unwrap(),
+            route: Route::Primary,
+            route_reason: "test".into(),
+            harness_version: "test".into(),
+            models: resolved.launch.models.clone(),
+            land: false,
+            skills_dir: root.join("skills"),
+            install: layout,
+            network: "host".into(),
+        })
+        .unwrap();
+        let broker = ScriptedBroker::start().unwrap();
+        broker
+            .answer("role.claim", BrokerAnswer::result(json!({"run": "run-1"})))
+            .answer("role.release", BrokerAnswer::result(json!({})))
+            .answer("message.read", BrokerAnswer::result(json!({"message": null})))
+            .answer("message.send", BrokerAnswer::result(json!({"id": "reply-1"})))
+            .answer(
+                "state",
+                BrokerAnswer::result(json!({
+                    "launch": {"state": "running", "at": "2026-11-30T02:59:00Z", "event": "ev-7"},
+                    "tasks": {"open": [{"ref": "web-1", "title": "Ship it"}], "total": 1}
+                })),
+            );
+        let mut run_json = json!({
+            "broker": broker.socket(),
+            "workspace": workspace,
+            "cli": "/bin/true",
+            "turnTimeout": 20,
+            "brokerRetries": 3,
+            "pollInterval": 0.02,
+            "passEnv": ["TEST_MODE"],
+        });
+        edit(&mut run_json);
+        std::fs::write(run.join("run.json"), run_json.to_string()).unwrap();
+        Fixture { _dir: dir, run, broker }
+    }
+
+    /// Starts the runner with `env` (and PATH) and writes `stdin`.
+    #[expect(clippy::disallowed_methods, reason = "the test runs the runner binary")]
+    pub(crate) fn spawn_with(&self, env: &[(&str, &str)], stdin: &str) -> Child {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harness-runner"))
+            .arg(&self.run)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        let _ = pipe.write_all(stdin.as_bytes());
+        drop(pipe);
+        child
+    }
+
+    pub(crate) fn spawn(&self, env: &[(&str, &str)]) -> Child {
+        self.spawn_with(env, &format!("{{\"cap\": \"{CAP}\"}}\n"))
+    }
+}
+
+/// Waits until `done` or `limit` passes; panics with `what` on timeout.
+pub(crate) fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits for the child to exit within `limit`, killing it (and failing) otherwise.
+pub(crate) fn finish(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "the runner did not exit in {limit:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Sends SIGTERM to the runner.
+pub(crate) fn terminate(child: &Child) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+}
+
+/// Returns true if and only if a process with this pid is alive (not a zombie).
+pub(crate) fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| stat.split_whitespace().nth(2).is_none_or(|state| state != "Z"))
+        .unwrap_or(false)
+}
+
+pub(crate) fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Every file under `dir`, recursively.
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,3 @@
+mod exits;
+mod fixture;
+mod turns;

@@ -1,0 +1,47 @@
+# The Claude Code 2.1.296 adapter: one harness turn.
+#
+# harness-runner runs it as `/bin/sh claude-code.sh` (the repository keeps adapters 0644; only
+# an image sets modes), in its own process group, with the MOSAIC_* variables of
+# docs/adapters.md. The turn's request is in $MOSAIC_REQUEST; Claude Code's answer is this
+# script's stdout. Its home and config live under $MOSAIC_SESSION_DIR, never in the real home.
+# --bare is never passed: it would skip the hooks the gate runs as.
+set -eu
+
+for var in MOSAIC_CLI MOSAIC_BUNDLE MOSAIC_WORKSPACE MOSAIC_SESSION_DIR MOSAIC_SESSION_ID \
+    MOSAIC_MODEL MOSAIC_THINKING MOSAIC_TOOLS MOSAIC_REQUEST MOSAIC_TURN; do
+  eval "value=\${$var:-}"
+  if [ -z "$value" ]; then
+    echo "claude-code adapter: $var is not set" >&2
+    exit 2
+  fi
+done
+
+export HOME="$MOSAIC_SESSION_DIR/home"
+export CLAUDE_CONFIG_DIR="$MOSAIC_SESSION_DIR/claude-config"
+export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+  DISABLE_ERROR_REPORTING=1
+mkdir -p "$HOME" "$CLAUDE_CONFIG_DIR"
+cd "$MOSAIC_WORKSPACE"
+
+# Claude Code's effort levels are low, medium, high, xhigh and max; Pi's off and minimal have
+# no counterpart and run as low.
+case "$MOSAIC_THINKING" in
+  off | minimal) effort=low ;;
+  *) effort="$MOSAIC_THINKING" ;;
+esac
+
+# The first turn creates the session; later turns resume it (CLIS.md §1.8).
+if [ "$MOSAIC_TURN" = 1 ]; then
+  set -- --session-id "$MOSAIC_SESSION_ID"
+else
+  set -- --resume "$MOSAIC_SESSION_ID"
+fi
+
+exec "$MOSAIC_CLI" -p "$(cat "$MOSAIC_REQUEST")" --output-format text \
+  --restricted --disable-slash-commands \
+  --settings "$MOSAIC_BUNDLE/settings.json" \
+  --mcp-config "$MOSAIC_BUNDLE/mcp.json" --strict-mcp-config \
+  --tools "$MOSAIC_TOOLS" --permission-mode dontAsk \
+  --model "$MOSAIC_MODEL" --effort "$effort" \
+  --system-prompt "$(cat "$MOSAIC_BUNDLE/prompt.md")" \
+  "$@"

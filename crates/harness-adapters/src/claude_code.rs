@@ -1,0 +1,137 @@
+//! Claude Code 2.1.296.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::{
+    Asset, GATE_TIMEOUT_SECS, HarnessModule, InstallLayout, ModuleContext, S0Line, shell_quote,
+};
+
+/// The MCP server name; Claude Code shows its tools as `mcp__mosaic__NAME`.
+pub const MCP_SERVER: &str = "mosaic";
+
+/// Claude Code's hook timeout, above the gate's own `timeout -k 2 10`.
+const HOOK_TIMEOUT_SECS: u32 = 20;
+
+/// Claude Code's file tools and the `limits.tools` name (Pi's) each stands for. A role gets the
+/// ones whose counterpart its limits grant, so a read-only role stays read-only; `bash` has no
+/// counterpart because the adapter runs Claude Code with `--restricted`, which removes Bash.
+const BUILTINS: [(&str, &str); 5] =
+    [("Read", "read"), ("Write", "write"), ("Edit", "edit"), ("Grep", "grep"), ("Glob", "find")];
+
+/// The Claude Code module: settings.json with the gate as a wrapped PreToolUse hook and the two
+/// unslop hooks, and mcp.json with the `mosaic` server.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaudeCode;
+
+impl ClaudeCode {
+    fn settings(cx: &ModuleContext<'_>) -> serde_json::Value {
+        let policy = cx.bundle_dir.join("policy.json");
+        let gate = format!(
+            "timeout -k 2 {GATE_TIMEOUT_SECS} {} claude-hook --policy {} || exit 2",
+            shell_quote(&cx.layout.gate),
+            shell_quote(&policy)
+        );
+        let unslop = shell_quote(&cx.layout.unslop);
+        let lists = shell_quote(&cx.layout.unslop_lists);
+        let stop = format!("{unslop} claude-stop --lists {lists}; exit 0");
+        let prompt = format!("{unslop} claude-prompt --lists {lists}; exit 0");
+        json!({
+            "hooks": {
+                "PreToolUse": [{"matcher": "*", "hooks": [
+                    {"type": "command", "command": gate, "timeout": HOOK_TIMEOUT_SECS}
+                ]}],
+                "Stop": [{"hooks": [{"type": "command", "command": stop}]}],
+                "UserPromptSubmit": [{"hooks": [{"type": "command", "command": prompt}]}],
+            },
+            "permissions": {"allow": [format!("mcp__{MCP_SERVER}")]},
+        })
+    }
+
+    fn mcp(cx: &ModuleContext<'_>) -> serde_json::Value {
+        let tools = cx.bundle_dir.join("tools.json");
+        json!({"mcpServers": {MCP_SERVER: {
+            "type": "stdio",
+            "command": cx.layout.mcp,
+            "args": ["--tools", tools],
+        }}})
+    }
+}
+
+/// Serializes `value` with a trailing newline. Claude Code silently ignores an invalid settings
+/// file and then runs no hook at all, so these files are never written by hand.
+fn to_bytes(value: &serde_json::Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+impl HarnessModule for ClaudeCode {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn version(&self) -> &'static str {
+        "claude-code 2.1.296"
+    }
+
+    fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
+        BUILTINS
+            .iter()
+            .filter(|(_, limit)| limits.iter().any(|granted| granted == limit))
+            .map(|(tool, _)| (*tool).to_owned())
+            .collect()
+    }
+
+    fn typed_tool_name(&self, typed: &str) -> String {
+        format!("mcp__{MCP_SERVER}__{typed}")
+    }
+
+    fn cli_tools(&self, builtin: &[String], _typed: &[String]) -> Vec<String> {
+        // --tools names built-ins only; the MCP server's tools come on top (CLIS.md §1.2).
+        builtin.to_vec()
+    }
+
+    fn turn_marker(&self) -> bool {
+        false
+    }
+
+    fn files(&self, cx: &ModuleContext<'_>) -> Vec<(&'static str, Vec<u8>)> {
+        vec![
+            ("settings.json", to_bytes(&Self::settings(cx))),
+            ("mcp.json", to_bytes(&Self::mcp(cx))),
+        ]
+    }
+
+    fn relies_on(&self) -> [S0Line; 5] {
+        [
+            S0Line {
+                line: 1,
+                topic: "block a tool",
+                how: "PreToolUse command hook exits 2; --bare is never passed",
+            },
+            S0Line { line: 2, topic: "gate crash", how: "the hook runs as <gate> || exit 2" },
+            S0Line { line: 3, topic: "gate missing", how: "the wrapper blocks" },
+            S0Line {
+                line: 4,
+                topic: "gate hang",
+                how: "timeout -k 2 10 <gate> || exit 2, hook timeout 20",
+            },
+            S0Line { line: 5, topic: "bash", how: "limited only by the tool limit" },
+        ]
+    }
+
+    fn assets(&self, layout: &InstallLayout) -> Vec<Asset> {
+        vec![
+            Asset { role: "gate", path: layout.gate.clone() },
+            Asset { role: "mcpServer", path: layout.mcp.clone() },
+            Asset { role: "unslopHook", path: layout.unslop.clone() },
+            Asset { role: "unslopLists", path: layout.unslop_lists.clone() },
+        ]
+    }
+
+    fn adapter(&self, layout: &InstallLayout) -> PathBuf {
+        layout.adapters.join("claude-code.sh")
+    }
+}

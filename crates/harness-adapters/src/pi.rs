@@ -1,0 +1,69 @@
+//! Pi 0.85.1.
+
+use std::path::PathBuf;
+
+use crate::{Asset, HarnessModule, InstallLayout, ModuleContext, S0Line};
+
+/// The Pi module: built-in tools as `limits.tools` names them, typed tools under their own
+/// names, no files of its own in the bundle (its extensions come from the install layout by `-e`).
+#[derive(Debug, Clone, Copy)]
+pub struct Pi;
+
+impl HarnessModule for Pi {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn version(&self) -> &'static str {
+        "pi 0.85.1"
+    }
+
+    fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
+        limits.to_vec()
+    }
+
+    fn typed_tool_name(&self, typed: &str) -> String {
+        typed.to_owned()
+    }
+
+    fn cli_tools(&self, builtin: &[String], typed: &[String]) -> Vec<String> {
+        // Pi's --tools is an allowlist: the extension's tools must be named too (CLIS.md §2.2).
+        builtin.iter().chain(typed).cloned().collect()
+    }
+
+    fn turn_marker(&self) -> bool {
+        true
+    }
+
+    fn files(&self, _cx: &ModuleContext<'_>) -> Vec<(&'static str, Vec<u8>)> {
+        Vec::new()
+    }
+
+    fn relies_on(&self) -> [S0Line; 5] {
+        [
+            S0Line { line: 1, topic: "block a tool", how: "tool_call handler returns a block" },
+            S0Line { line: 2, topic: "gate crash", how: "a throw in the handler blocks" },
+            S0Line { line: 3, topic: "gate missing", how: "a missing -e file refuses to start" },
+            S0Line {
+                line: 4,
+                topic: "gate hang",
+                how: "the runner's wall clock plus the agent_end marker",
+            },
+            S0Line { line: 5, topic: "bash", how: "limited only by the tool limit" },
+        ]
+    }
+
+    fn assets(&self, layout: &InstallLayout) -> Vec<Asset> {
+        vec![
+            Asset { role: "gate", path: layout.gate.clone() },
+            Asset { role: "extension", path: layout.pi_extension.clone() },
+            Asset { role: "unslopExtension", path: layout.pi_unslop_extension.clone() },
+            Asset { role: "unslopBin", path: layout.unslop.clone() },
+            Asset { role: "unslopLists", path: layout.unslop_lists.clone() },
+        ]
+    }
+
+    fn adapter(&self, layout: &InstallLayout) -> PathBuf {
+        layout.adapters.join("pi.sh")
+    }
+}

@@ -1,0 +1,147 @@
+//! `cargo bench -p harness-bundle --bench build`: one bundle with three skills, built per
+//! iteration, against its floor measured in the same run: the same files, the same bytes,
+//! written with plain `std::fs::create_dir_all` and `std::fs::write`. Prints a readable line and
+//! `bench-result bundle_build_us=MEDIAN floor_us=MEDIAN` for `cargo xtask bench`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark fails loudly where its setup fails"
+)]
+#![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use harness_adapters::{InstallLayout, module};
+use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
+use harness_tools::ResolvedInstance;
+
+const ROUNDS: usize = 300;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+fn files(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files(&path, root, out);
+        } else {
+            out.push((
+                path.strip_prefix(root).unwrap().to_path_buf(),
+                std::fs::read(&path).unwrap(),
+            ));
+        }
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let layout = InstallLayout::under(&root.join("prefix"));
+    for path in [
+        &layout.gate,
+        &layout.mcp,
+        &layout.unslop,
+        &layout.pi_extension,
+        &layout.pi_unslop_extension,
+        &layout.unslop_lists,
+    ] {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, vec![b'x'; 4096]).unwrap();
+    }
+    let skills = root.join("skills-enabled");
+    copy_dir(&workspace.join("fixtures/bundle/skills-enabled"), &skills);
+    let mut resolved: ResolvedInstance = serde_json::from_str(
+        &std::fs::read_to_string(workspace.join("fixtures/resolved/pm.json")).unwrap(),
+    )
+    .unwrap();
+    resolved.skills = vec!["tdd".into(), "writing".into(), "review".into()];
+    let contract =
+        std::fs::read_to_string(workspace.join("fixtures/bundle/contracts/pm.md")).unwrap();
+    let out = root.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let request = |dir: PathBuf| BundleRequest {
+        dir,
+        resolved: &resolved,
+        contract: contract.clone(),
+        arbiter: Default::default(),
+        tracker: resolved.tracker.clone(),
+        credentials: Vec::new(),
+        session: SessionInfo {
+            run: "run-1".into(),
+            launched_by: "bench".into(),
+            workspace: root.join("ws"),
+        },
+        harness: module("claude-code").unwrap(),
+        route: Route::Primary,
+        route_reason: "bench".into(),
+        harness_version: "bench".into(),
+        models: resolved.launch.models.clone(),
+        land: false,
+        skills_dir: skills.clone(),
+        install: layout.clone(),
+        network: "host".into(),
+    };
+    // The floor writes exactly what a build writes.
+    let sample = build_bundle(&request(out.join("sample"))).unwrap();
+    let mut written = Vec::new();
+    files(&sample, &sample, &mut written);
+    let bytes: usize = written.iter().map(|(_, b)| b.len()).sum();
+
+    let (mut build, mut floor) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS + 20 {
+        let build_dir = out.join(format!("b{round}"));
+        let floor_dir = out.join(format!("f{round}"));
+        let time_build = || {
+            let start = Instant::now();
+            build_bundle(&request(build_dir.clone())).unwrap();
+            start.elapsed().as_secs_f64() * 1e6
+        };
+        let time_floor = || {
+            let start = Instant::now();
+            for (rel, content) in &written {
+                let path = floor_dir.join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, content).unwrap();
+            }
+            start.elapsed().as_secs_f64() * 1e6
+        };
+        // Take turns going first, so noise hits both alike.
+        let (b, f) = if round % 2 == 0 {
+            (time_build(), time_floor())
+        } else {
+            let f = time_floor();
+            (time_build(), f)
+        };
+        if round >= 20 {
+            build.push(b);
+            floor.push(f);
+        }
+        std::fs::remove_dir_all(&build_dir).unwrap();
+        std::fs::remove_dir_all(&floor_dir).unwrap();
+    }
+    let (b, f) = (median(build), median(floor));
+    println!(
+        "build_bundle, three skills, {} files, {bytes} bytes: {b:.1} µs per build; floor {f:.1} µs; ratio {:.2}",
+        written.len(),
+        b / f
+    );
+    println!("bench-result bundle_build_us={b:.2} floor_us={f:.2}");
+}

@@ -1,0 +1,75 @@
+//! What `build_bundle` takes: everything the spec's `buildBundle` takes, as one struct.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use harness_adapters::{HarnessModule, InstallLayout};
+use harness_tools::{LaunchModel, ResolvedInstance};
+use serde::{Deserialize, Serialize};
+
+use crate::routes::Route;
+
+/// Who and what this session is, beyond the resolved instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The run's id.
+    pub run: String,
+    /// Who launched it (a human, the chief of staff, a schedule).
+    pub launched_by: String,
+    /// The workspace, absolute, as the launcher gives it.
+    pub workspace: PathBuf,
+}
+
+/// The status of one service credential, as the host read it from the broker: metadata only,
+/// never a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CredentialStatus {
+    /// The service (`gitea`, `vikunja`, ...).
+    pub service: String,
+    /// `usable`, `missing`, `expired`, ... as the broker says.
+    pub status: String,
+}
+
+/// The business's arbiter for each decision domain (`technical`, `delivery`), which a routed
+/// `raise_decision` goes to.
+pub type Arbiters = BTreeMap<String, String>;
+
+/// Everything one bundle is built from.
+#[derive(Debug, Clone)]
+pub struct BundleRequest<'a> {
+    /// Where the bundle goes; it must not exist yet.
+    pub dir: PathBuf,
+    /// The resolved role instance.
+    pub resolved: &'a ResolvedInstance,
+    /// The role contract (markdown), the start of prompt.md.
+    pub contract: String,
+    /// The business's arbiters by domain.
+    pub arbiter: Arbiters,
+    /// The tracker the session works in, if any, as the prompt names it.
+    pub tracker: Option<String>,
+    /// The credential status of the services the role needs.
+    pub credentials: Vec<CredentialStatus>,
+    /// The run, who launched it, the workspace.
+    pub session: SessionInfo,
+    /// The route's harness module.
+    pub harness: &'a dyn HarnessModule,
+    /// The route taken.
+    pub route: Route,
+    /// Why that route was taken.
+    pub route_reason: String,
+    /// The harness module's `version()` as the launcher read it.
+    pub harness_version: String,
+    /// `launch.models`: a `model` var names a key.
+    pub models: BTreeMap<String, LaunchModel>,
+    /// What the broker's landHeld said: true if and only if the role holds an approved merge
+    /// decision it could land.
+    pub land: bool,
+    /// `<dataRoot>/skills-enabled`.
+    pub skills_dir: PathBuf,
+    /// Where the binaries and assets the bundle points at are installed.
+    pub install: InstallLayout,
+    /// The policy's network field (recorded, not enforced: spec, Limits).
+    pub network: String,
+}

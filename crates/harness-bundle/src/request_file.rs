@@ -1,0 +1,164 @@
+//! The JSON form of a bundle request, for `harness bundle build --request FILE`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use harness_adapters::{HarnessModule, InstallLayout, module};
+use harness_tools::{LaunchModel, ResolvedInstance};
+use serde::Deserialize;
+
+use crate::error::BundleError;
+use crate::request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};
+use crate::routes::Route;
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Inline<T> {
+    Path(PathBuf),
+    Value(Box<T>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Install {
+    prefix: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RequestFile {
+    resolved: Inline<ResolvedInstance>,
+    contract: PathBuf,
+    #[serde(default)]
+    arbiter: Arbiters,
+    #[serde(default)]
+    tracker: Option<String>,
+    #[serde(default)]
+    credentials: Vec<CredentialStatus>,
+    session: SessionInfo,
+    #[serde(default)]
+    harness: Option<String>,
+    route: Route,
+    route_reason: String,
+    #[serde(default)]
+    harness_version: Option<String>,
+    #[serde(default)]
+    models: Option<BTreeMap<String, LaunchModel>>,
+    #[serde(default)]
+    land: bool,
+    skills_dir: PathBuf,
+    #[serde(default)]
+    install: Option<Install>,
+    #[serde(default = "default_network")]
+    network: String,
+}
+
+fn default_network() -> String {
+    "host".to_owned()
+}
+
+/// A request read from a file, owning what a [`BundleRequest`] borrows.
+#[derive(Debug)]
+pub struct LoadedRequest {
+    resolved: ResolvedInstance,
+    contract: String,
+    arbiter: Arbiters,
+    tracker: Option<String>,
+    credentials: Vec<CredentialStatus>,
+    session: SessionInfo,
+    harness: &'static dyn HarnessModule,
+    route: Route,
+    route_reason: String,
+    harness_version: String,
+    models: BTreeMap<String, LaunchModel>,
+    land: bool,
+    skills_dir: PathBuf,
+    install: InstallLayout,
+    network: String,
+}
+
+impl LoadedRequest {
+    /// The request for a bundle in `dir`.
+    pub fn request(&self, dir: PathBuf) -> BundleRequest<'_> {
+        BundleRequest {
+            dir,
+            resolved: &self.resolved,
+            contract: self.contract.clone(),
+            arbiter: self.arbiter.clone(),
+            tracker: self.tracker.clone(),
+            credentials: self.credentials.clone(),
+            session: self.session.clone(),
+            harness: self.harness,
+            route: self.route,
+            route_reason: self.route_reason.clone(),
+            harness_version: self.harness_version.clone(),
+            models: self.models.clone(),
+            land: self.land,
+            skills_dir: self.skills_dir.clone(),
+            install: self.install.clone(),
+            network: self.network.clone(),
+        }
+    }
+}
+
+fn invalid(path: &Path, what: impl std::fmt::Display) -> BundleError {
+    BundleError::Invalid(format!("{}: {what}", path.display()))
+}
+
+/// Reads a request file. Relative paths in it are relative to its directory; `install`
+/// defaults to `default_prefix` (the prefix the `harness` binary is installed under); `harness`
+/// defaults to the route's harness var; `models` to the instance's `launch.models`.
+pub fn load_request(
+    path: &Path,
+    default_prefix: Option<&Path>,
+) -> Result<LoadedRequest, BundleError> {
+    let text = std::fs::read(path).map_err(BundleError::io("read", path))?;
+    let file: RequestFile = serde_json::from_slice(&text)
+        .map_err(|error| invalid(path, format!("not a bundle request: {error}")))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let resolved = match file.resolved {
+        Inline::Value(resolved) => *resolved,
+        Inline::Path(resolved_path) => {
+            let resolved_path = base.join(resolved_path);
+            let bytes =
+                std::fs::read(&resolved_path).map_err(BundleError::io("read", &resolved_path))?;
+            serde_json::from_slice(&bytes).map_err(|error| {
+                invalid(&resolved_path, format!("not a resolved instance: {error}"))
+            })?
+        }
+    };
+    let contract_path = base.join(&file.contract);
+    let contract =
+        std::fs::read_to_string(&contract_path).map_err(BundleError::io("read", &contract_path))?;
+    let harness_name = match file.harness {
+        Some(name) => name,
+        None => resolved.vars.get(file.route.vars()[0]).cloned().ok_or_else(|| {
+            BundleError::NoRoute(format!("the instance has no {} var", file.route.vars()[0]))
+        })?,
+    };
+    let harness = module(&harness_name)
+        .ok_or_else(|| invalid(path, format!("no harness module is called {harness_name:?}")))?;
+    let prefix = match (file.install, default_prefix) {
+        (Some(install), _) => base.join(install.prefix),
+        (None, Some(prefix)) => prefix.to_path_buf(),
+        (None, None) => return Err(invalid(path, "no install prefix: give install.prefix")),
+    };
+    let models = file.models.unwrap_or_else(|| resolved.launch.models.clone());
+    Ok(LoadedRequest {
+        contract,
+        arbiter: file.arbiter,
+        tracker: file.tracker.or_else(|| resolved.tracker.clone()),
+        credentials: file.credentials,
+        session: file.session,
+        harness,
+        route: file.route,
+        route_reason: file.route_reason,
+        harness_version: file.harness_version.unwrap_or_else(|| harness.version().to_owned()),
+        models,
+        land: file.land,
+        skills_dir: base.join(file.skills_dir),
+        install: InstallLayout::under(&prefix),
+        network: file.network,
+        resolved,
+    })
+}

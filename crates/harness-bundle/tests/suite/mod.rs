@@ -1,0 +1,6 @@
+mod env;
+mod props;
+mod refusals;
+mod routes;
+mod snapshots;
+mod tidy;

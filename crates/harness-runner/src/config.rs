@@ -1,0 +1,191 @@
+//! The run directory: run.json, the capability on stdin, and the bundle's manifest.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use harness_tools::Capability;
+use serde::Deserialize;
+
+use crate::error::RunError;
+
+/// `RUN/run.json`, written by the host (docs/runner.md has every field).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RunFile {
+    /// The broker's Unix socket.
+    pub broker: PathBuf,
+    /// The host's launch socket, for a role whose launch tool calls it.
+    #[serde(default)]
+    pub launch_socket: Option<PathBuf>,
+    /// The host's git socket, for a role with git tools.
+    #[serde(default)]
+    pub git_socket: Option<PathBuf>,
+    /// The session's workspace.
+    pub workspace: PathBuf,
+    /// The bundle, relative to the run directory or absolute (default `bundle`).
+    #[serde(default = "default_bundle")]
+    pub bundle: PathBuf,
+    /// The agent CLI the adapter runs (`pi` or `claude`, absolute).
+    pub cli: PathBuf,
+    /// The wall clock of one turn, in seconds (default 900).
+    #[serde(default = "default_turn_timeout")]
+    pub turn_timeout: u64,
+    /// How many broker polls in a row may fail before the runner exits 23 (default 30).
+    #[serde(default = "default_broker_retries")]
+    pub broker_retries: u32,
+    /// Seconds between two polls of `message.read` while idle (default 1).
+    #[serde(default = "default_poll_interval")]
+    pub poll_interval: f64,
+    /// The most open tasks the state block lists (default 20).
+    #[serde(default = "default_state_cap")]
+    pub state_cap: u32,
+    /// Variables of the runner's own environment passed on to the adapter (the provider's base
+    /// URL and key variable, a role token's variable, ...). Nothing else of the environment is.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+}
+
+fn default_bundle() -> PathBuf {
+    PathBuf::from("bundle")
+}
+fn default_turn_timeout() -> u64 {
+    900
+}
+fn default_broker_retries() -> u32 {
+    30
+}
+fn default_poll_interval() -> f64 {
+    1.0
+}
+fn default_state_cap() -> u32 {
+    20
+}
+
+/// The manifest fields the runner uses.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    /// The run the bundle was built for.
+    pub run: String,
+    /// The provider.
+    pub provider: String,
+    /// The provider's model id.
+    pub model: String,
+    /// The thinking level.
+    pub thinking: String,
+    /// The adapter script.
+    pub adapter: PathBuf,
+    /// The tool names to pass as `--tools`.
+    pub cli_tools: Vec<String>,
+    /// True if and only if a turn counts only with the turn marker (Pi's agent_end).
+    pub turn_marker: bool,
+    /// The installed assets, by role.
+    pub assets: std::collections::BTreeMap<String, Asset>,
+}
+
+/// One installed asset of the manifest.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Asset {
+    /// Where it is installed.
+    pub path: PathBuf,
+}
+
+/// Everything a run starts from.
+#[derive(Debug)]
+pub struct Run {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// run.json.
+    pub file: RunFile,
+    /// The bundle directory.
+    pub bundle: PathBuf,
+    /// The bundle's manifest.
+    pub manifest: Manifest,
+    /// The bundle's tools.json.
+    pub tools: harness_tools::ToolsFile,
+}
+
+impl Run {
+    /// The wall clock of one turn.
+    pub fn turn_timeout(&self) -> Duration {
+        Duration::from_secs(self.file.turn_timeout)
+    }
+
+    /// The pause between idle polls.
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.file.poll_interval.clamp(0.01, 60.0))
+    }
+}
+
+/// The most stdin the capability line may take.
+const MAX_STDIN: u64 = 64 * 1024;
+
+/// Reads `{"cap": "..."}` and a newline from `input`. The value is never written anywhere.
+pub fn read_capability(input: &mut impl BufRead) -> Result<Capability, RunError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct CapLine {
+        cap: String,
+    }
+    let mut line = String::new();
+    std::io::Read::take(input, MAX_STDIN).read_line(&mut line).map_err(|error| {
+        RunError::BadRun(format!("cannot read the capability on stdin: {error}"))
+    })?;
+    if !line.ends_with('\n') {
+        return Err(RunError::BadRun(
+            "stdin must hold {\"cap\": \"...\"} and a newline".to_owned(),
+        ));
+    }
+    // The error names the shape, never the text: the line holds the capability.
+    let parsed: CapLine = serde_json::from_str(&line).map_err(|_| {
+        RunError::BadRun("stdin is not {\"cap\": \"...\"} and a newline".to_owned())
+    })?;
+    Capability::new(parsed.cap).map_err(|error| {
+        RunError::BadRun(format!("the capability on stdin is not usable: {error}"))
+    })
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError> {
+    let text = std::fs::read(path)
+        .map_err(|error| RunError::BadRun(format!("cannot read {}: {error}", path.display())))?;
+    serde_json::from_slice(&text)
+        .map_err(|error| RunError::BadRun(format!("{} is not valid: {error}", path.display())))
+}
+
+/// Reads run.json and the bundle, and checks the bundle against its manifest: the session runs
+/// from the bundle and the assets it names, and from nothing else.
+pub fn load_run(dir: &Path) -> Result<Run, RunError> {
+    let file: RunFile = read_json(&dir.join("run.json"))?;
+    for (name, path) in
+        [("broker", &file.broker), ("workspace", &file.workspace), ("cli", &file.cli)]
+    {
+        if !path.is_absolute() {
+            return Err(RunError::BadRun(format!("run.json: {name} {:?} is not absolute", path)));
+        }
+    }
+    if !file.workspace.is_dir() {
+        return Err(RunError::BadRun(format!(
+            "run.json: the workspace {:?} is not a directory",
+            file.workspace
+        )));
+    }
+    if file.turn_timeout == 0 || file.broker_retries == 0 {
+        return Err(RunError::BadRun(
+            "run.json: turnTimeout and brokerRetries must be above 0".to_owned(),
+        ));
+    }
+    let bundle = dir.join(&file.bundle);
+    let manifest: Manifest = read_json(&bundle.join("manifest.json"))?;
+    let report = harness_bundle::verify_bundle(&bundle)
+        .map_err(|error| RunError::BadRun(format!("the bundle cannot be verified: {error}")))?;
+    if let Some(first) = report.mismatches.first() {
+        return Err(RunError::BadRun(format!(
+            "the bundle does not match its manifest ({} differences; the first: {first})",
+            report.mismatches.len()
+        )));
+    }
+    let tools = harness_tools::ToolsFile::load(&bundle.join("tools.json"))
+        .map_err(|error| RunError::BadRun(error.to_string()))?;
+    Ok(Run { dir: dir.to_path_buf(), file, bundle, manifest, tools })
+}

@@ -1,0 +1,123 @@
+//! The founder-credential stop (REQ-CRED-2): the runner refuses to claim a role while a founder's
+//! credential is within reach of the session, or while a service the role needs has no usable
+//! role token.
+
+use serde::Deserialize;
+
+use crate::error::RunError;
+
+/// Environment variables that hold a founder's (a human's) credentials, never a role's. Any of
+/// them set and non-empty stops the run before the claim (exit 20).
+pub const FOUNDER_ENV: &[&str] = &[
+    "GITEA_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITLAB_TOKEN",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GPG_AGENT_INFO",
+    "VIKUNJA_TOKEN",
+    "MOSAIC_TOKEN",
+    "MOSAIC_FOUNDER_TOKEN",
+    "NPM_TOKEN",
+    "CARGO_REGISTRY_TOKEN",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "DOCKER_AUTH_CONFIG",
+];
+
+/// The prefix of a role token's variable: the token for service `gitea` is in
+/// `MOSAIC_ROLE_TOKEN_GITEA`.
+pub const ROLE_TOKEN_PREFIX: &str = "MOSAIC_ROLE_TOKEN_";
+
+#[derive(Deserialize)]
+struct Policy {
+    #[serde(default)]
+    services: Vec<String>,
+    #[serde(default)]
+    credentials: Vec<Credential>,
+}
+
+#[derive(Deserialize)]
+struct Credential {
+    service: String,
+    status: String,
+}
+
+/// The variable a service's role token is in.
+pub fn role_token_var(service: &str) -> String {
+    let upper: String = service
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .collect();
+    format!("{ROLE_TOKEN_PREFIX}{upper}")
+}
+
+/// Checks `env` (the runner's environment) against the bundle's policy.json text.
+pub(crate) fn check(env: &[(String, String)], policy: &[u8]) -> Result<(), RunError> {
+    let set = |name: &str| env.iter().any(|(key, value)| key == name && !value.is_empty());
+    if let Some(name) = FOUNDER_ENV.iter().find(|name| set(name)) {
+        return Err(RunError::FounderCredentials(format!(
+            "{name} is set: a founder credential must never reach a session"
+        )));
+    }
+    let policy: Policy = serde_json::from_slice(policy).map_err(|error| {
+        RunError::BadRun(format!("the bundle's policy.json is not valid: {error}"))
+    })?;
+    for service in &policy.services {
+        let usable = policy
+            .credentials
+            .iter()
+            .any(|credential| &credential.service == service && credential.status == "usable");
+        if !usable {
+            return Err(RunError::FounderCredentials(format!(
+                "the role needs {service}, and the broker reported no usable role token for it"
+            )));
+        }
+        let var = role_token_var(service);
+        if !set(&var) {
+            return Err(RunError::FounderCredentials(format!(
+                "the role needs {service}, and {var} holds no role token"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    const POLICY: &[u8] =
+        br#"{"services":["gitea"],"credentials":[{"service":"gitea","status":"usable"}]}"#;
+
+    #[test]
+    fn founder_variables_stop_the_run() {
+        let error = check(&env(&[("GH_TOKEN", "x"), ("MOSAIC_ROLE_TOKEN_GITEA", "t")]), POLICY)
+            .unwrap_err();
+        assert_eq!(error.exit_code(), 20);
+        assert!(error.to_string().contains("GH_TOKEN"));
+        // An empty variable is not a credential.
+        check(&env(&[("GH_TOKEN", ""), ("MOSAIC_ROLE_TOKEN_GITEA", "t")]), POLICY).unwrap();
+    }
+
+    #[test]
+    fn a_needed_service_without_a_usable_token_stops_the_run() {
+        let error = check(&env(&[]), POLICY).unwrap_err();
+        assert!(error.to_string().contains("MOSAIC_ROLE_TOKEN_GITEA"), "{error}");
+        let expired =
+            br#"{"services":["gitea"],"credentials":[{"service":"gitea","status":"expired"}]}"#;
+        let error = check(&env(&[("MOSAIC_ROLE_TOKEN_GITEA", "t")]), expired).unwrap_err();
+        assert!(error.to_string().contains("no usable role token"), "{error}");
+        check(&env(&[]), br#"{"services":[]}"#).unwrap();
+    }
+}

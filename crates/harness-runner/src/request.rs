@@ -1,0 +1,149 @@
+//! The request a turn gets: the state block, the message header, the message.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+
+/// One message from the bus, as `message.read` returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Its id; `message.read {"after": id}` marks it read.
+    pub id: String,
+    /// The sender, who gets the RESULT.
+    pub from: String,
+    /// `message`, or `result` for an incoming RESULT, which never gets an automatic reply.
+    pub kind: MessageKind,
+    /// When it was sent (RFC 3339), as the broker says.
+    pub sent_at: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// What a message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageKind {
+    /// A message that gets a RESULT.
+    Message,
+    /// A RESULT of someone else's turn (or of a landing).
+    Result,
+}
+
+#[derive(Deserialize)]
+struct State {
+    launch: Launch,
+    tasks: Tasks,
+}
+
+#[derive(Deserialize)]
+struct Launch {
+    state: String,
+    at: String,
+    event: String,
+}
+
+#[derive(Deserialize)]
+struct Tasks {
+    open: Vec<Task>,
+    total: u64,
+}
+
+#[derive(Deserialize)]
+struct Task {
+    #[serde(rename = "ref")]
+    task_ref: String,
+    title: String,
+}
+
+/// Renders the state block from the `state` verb's result, or `None` when the result is not the
+/// shape docs/protocol.md gives it.
+pub(crate) fn state_block(result: &serde_json::Value, read_at: &str, cap: u32) -> Option<String> {
+    let state: State = serde_json::from_value(result.clone()).ok()?;
+    let mut out = format!("Current state, read at {read_at}:\n");
+    out.push_str(&format!(
+        "- Launch: {} (set at {} by event {})\n",
+        one_line(&state.launch.state),
+        one_line(&state.launch.at),
+        one_line(&state.launch.event)
+    ));
+    let shown: Vec<&Task> = state.tasks.open.iter().take(cap as usize).collect();
+    out.push_str(&format!("- Open tasks: {} in all", state.tasks.total));
+    if shown.is_empty() {
+        out.push('\n');
+    } else {
+        out.push_str(&format!(", {} listed:\n", shown.len()));
+        for task in shown {
+            out.push_str(&format!("  - {}: {}\n", one_line(&task.task_ref), one_line(&task.title)));
+        }
+    }
+    out.push_str("This block is the truth over any older message.\n");
+    Some(out)
+}
+
+/// The header before the message text.
+pub(crate) fn header(message: &Message) -> String {
+    let what = match message.kind {
+        MessageKind::Message => "Message",
+        MessageKind::Result => "RESULT",
+    };
+    format!("{what} from {}, sent at {}:\n", one_line(&message.from), one_line(&message.sent_at))
+}
+
+/// Keeps a broker-supplied value on one line of the block.
+fn one_line(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+}
+
+/// Now, as RFC 3339 UTC to the second.
+pub(crate) fn now_rfc3339() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (the civil-from-days algorithm).
+fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_010_000), "2026-11-30T03:40:00Z");
+    }
+
+    #[test]
+    fn state_block_lists_up_to_the_cap_with_the_total() {
+        let result = serde_json::json!({
+            "launch": {"state": "running", "at": "2026-11-30T03:00:00Z", "event": "ev-12"},
+            "tasks": {"open": [{"ref": "web-1", "title": "One"}, {"ref": "web-2", "title": "Two\nlines"}], "total": 9}
+        });
+        let block = state_block(&result, "2026-11-30T03:41:00Z", 1).unwrap();
+        assert_eq!(
+            block,
+            "Current state, read at 2026-11-30T03:41:00Z:\n- Launch: running (set at 2026-11-30T03:00:00Z by event ev-12)\n- Open tasks: 9 in all, 1 listed:\n  - web-1: One\nThis block is the truth over any older message.\n"
+        );
+        assert!(state_block(&serde_json::json!({"launch": {}}), "t", 5).is_none());
+    }
+}

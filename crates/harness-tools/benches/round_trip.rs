@@ -1,0 +1,122 @@
+//! The tool socket's cost per call, in the release profile: one client connection makes call after
+//! call of list_tasks through the socket to the scripted broker, alternating with the same call
+//! made straight to the broker with the broker client (the floor); then 64 clients at once.
+//!
+//! Prints one machine-readable line for `cargo xtask bench`:
+//! `bench-result tools round_trip_us=M p90_us=P direct_us=M p90_us=P calls=N errors=E wall_ms=W`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a benchmark fails loudly")]
+#![allow(clippy::print_stdout, reason = "the result line is the benchmark's output")]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness_testkit::{BrokerAnswer, ScriptedBroker};
+use harness_tools::{
+    Backends, Broker, BrokerConfig, Capability, ToolEntry, ToolReply, ToolSocket, ToolSocketConfig,
+    ToolsFile, UnixBroker, Verb, tool,
+};
+use serde_json::json;
+
+const WARMUP: usize = 200;
+const CALLS: usize = 5000;
+const CLIENTS: usize = 64;
+const CALLS_PER_CLIENT: usize = 50;
+const REQUEST: &[u8] = b"{\"tool\":\"list_tasks\",\"args\":{}}\n";
+
+fn client(broker: &ScriptedBroker) -> UnixBroker {
+    UnixBroker::new(BrokerConfig {
+        socket: broker.socket().to_owned(),
+        timeout: Duration::from_secs(10),
+    })
+}
+
+fn call(
+    stream: &mut UnixStream,
+    reader: &mut BufReader<UnixStream>,
+    line: &mut String,
+) -> ToolReply {
+    stream.write_all(REQUEST).unwrap();
+    line.clear();
+    reader.read_line(line).unwrap();
+    serde_json::from_str(line).unwrap()
+}
+
+fn quantile(values: &mut [Duration], q: f64) -> f64 {
+    values.sort();
+    let rank = (q * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1].as_secs_f64() * 1e6
+}
+
+fn main() {
+    let broker = ScriptedBroker::start().unwrap();
+    let tasks: Vec<_> = (1..=20)
+        .map(|n| json!({"ref": format!("T-{n}"), "title": format!("Task number {n}")}))
+        .collect();
+    broker.answer("tasks", BrokerAnswer::result(json!({"tasks": tasks, "total": 20})));
+    let dir = tempfile::tempdir().unwrap();
+    let socket = ToolSocket::bind(ToolSocketConfig {
+        path: dir.path().join("tools.sock"),
+        tools: ToolsFile {
+            tools: vec![ToolEntry::from_def(tool("list_tasks").unwrap())],
+            projects: vec![],
+        },
+        capability: Capability::new("cap-bench").unwrap(),
+        backends: Backends::broker_only(Arc::new(client(&broker))),
+    })
+    .unwrap()
+    .spawn()
+    .unwrap();
+
+    let mut stream = UnixStream::connect(socket.path()).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    let direct = client(&broker);
+    let cap = Capability::new("cap-bench").unwrap();
+    let args = json!({"done": false, "limit": 50, "descriptions": false});
+    let (mut through, mut straight) = (Vec::new(), Vec::new());
+    for n in 0..WARMUP + CALLS {
+        let started = Instant::now();
+        let reply = call(&mut stream, &mut reader, &mut line);
+        let took = started.elapsed();
+        assert!(reply.ok, "{}", reply.text);
+        let started = Instant::now();
+        direct.call(&cap, Verb::Tasks, &args).unwrap();
+        let direct_took = started.elapsed();
+        if n >= WARMUP {
+            through.push(took);
+            straight.push(direct_took);
+        }
+    }
+
+    let path = socket.path().to_owned();
+    let started = Instant::now();
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let Ok(mut stream) = UnixStream::connect(&path) else { return CALLS_PER_CLIENT };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                (0..CALLS_PER_CLIENT)
+                    .filter(|_| !call(&mut stream, &mut reader, &mut line).ok)
+                    .count()
+            })
+        })
+        .collect();
+    let errors: usize = threads.into_iter().map(|t| t.join().unwrap_or(CALLS_PER_CLIENT)).sum();
+    let wall = started.elapsed();
+    println!(
+        "bench-result tools round_trip_us={:.1} p90_us={:.1} direct_us={:.1} p90_us={:.1} \
+         calls={} errors={errors} wall_ms={:.1}",
+        quantile(&mut through, 0.5),
+        quantile(&mut through, 0.9),
+        quantile(&mut straight, 0.5),
+        quantile(&mut straight, 0.9),
+        CLIENTS * CALLS_PER_CLIENT,
+        wall.as_secs_f64() * 1e3
+    );
+    drop(socket);
+}

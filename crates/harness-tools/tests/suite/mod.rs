@@ -1,0 +1,6 @@
+mod args;
+mod broker;
+mod catalogue;
+mod reply;
+mod socket;
+mod tidy;

@@ -1,0 +1,228 @@
+//! The JSONL log that `MOSAIC_UNSLOP_LOG` names: one JSON object per line, appended whole.
+//!
+//! Every append is one line built in memory and written with one `write` on a descriptor opened
+//! with `O_APPEND`, under an exclusive `flock`; two hooks appending at once therefore never
+//! interleave, and a reader that stops at the last newline never sees half a line.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checker::Finding;
+use crate::error::UnslopError;
+
+/// The environment variable naming the log.
+pub const LOG_ENV: &str = "MOSAIC_UNSLOP_LOG";
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// When the line was written: RFC 3339, UTC, milliseconds.
+    pub ts: String,
+    /// Which harness wrote it: `claude-code` or `pi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
+    /// The harness's session id, when the hook knew it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// What a log line records; `event` names the variant in snake case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A reply was checked and nothing matched.
+    Checked {
+        /// The reply, as the check saw it.
+        #[serde(flatten)]
+        reply: ReplyInfo,
+    },
+    /// A reply was checked and at least one entry matched.
+    Flagged {
+        /// The reply, as the check saw it.
+        #[serde(flatten)]
+        reply: ReplyInfo,
+        /// What matched, in the lists file's order.
+        findings: Vec<Finding>,
+    },
+    /// The next turn got the correction notice for the last flagged reply.
+    NoticeInjected {
+        /// The ids of that reply's findings.
+        ids: Vec<String>,
+    },
+    /// The lists file could not be used; logged once per log.
+    BrokenLists {
+        /// Why.
+        reason: String,
+    },
+    /// A reply went unchecked because the lists file could not be used.
+    SkippedBroken {
+        /// Why.
+        reason: String,
+    },
+    /// A hook could not do its job (bad payload, unwritable log, a panic); it still exited 0.
+    HookFailed {
+        /// The hook: `claude-stop`, `claude-prompt`, `pi-agent-end`, `pi-before-start`.
+        hook: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What the log keeps of a checked reply: its size and its start, so a note can name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyInfo {
+    /// The reply's length in characters.
+    pub reply_chars: usize,
+    /// The reply's first characters, on one line.
+    pub reply_start: String,
+}
+
+impl Event {
+    /// Returns the `event` name as written in the log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Checked { .. } => "checked",
+            Self::Flagged { .. } => "flagged",
+            Self::NoticeInjected { .. } => "notice_injected",
+            Self::BrokenLists { .. } => "broken_lists",
+            Self::SkippedBroken { .. } => "skipped_broken",
+            Self::HookFailed { .. } => "hook_failed",
+        }
+    }
+}
+
+impl Record {
+    /// Returns a record of `event` stamped now.
+    pub fn now(harness: Option<&str>, session: Option<&str>, event: Event) -> Self {
+        Self {
+            ts: rfc3339_now(),
+            harness: harness.map(str::to_owned),
+            session: session.map(str::to_owned),
+            event,
+        }
+    }
+}
+
+/// Appends `record` to the log at `path` as one whole line, creating the log with mode 0600.
+pub fn append(path: &Path, record: &Record) -> Result<(), UnslopError> {
+    let log_error =
+        |operation, source| UnslopError::Log { operation, path: path.to_path_buf(), source };
+    let mut line = serde_json::to_vec(record)
+        .map_err(|error| log_error("append to", std::io::Error::other(error)))?;
+    line.push(b'\n');
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| log_error("open", source))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|errno| log_error("lock", errno.into()))?;
+    // One write_all of the whole line, under the lock: a concurrent writer cannot slip in between
+    // two partial writes, and with O_APPEND each write lands at the end.
+    let written = file.write_all(&line).map_err(|source| log_error("append to", source));
+    // Closing the descriptor releases the lock either way.
+    drop(file);
+    written
+}
+
+/// The complete lines of a log from a byte offset on.
+#[derive(Debug, Default)]
+pub struct LogSlice {
+    /// The records that parsed, in order.
+    pub records: Vec<Record>,
+    /// Lines that were not a record this crate reads.
+    pub unreadable: usize,
+    /// The offset just past the last complete line; where the next read starts.
+    pub end: u64,
+}
+
+/// Reads the complete lines of the log at `path` from byte `from` on. A missing log reads as
+/// empty. A last line without its newline is being written and is left for the next read.
+pub fn read_from(path: &Path, from: u64) -> Result<LogSlice, UnslopError> {
+    let log_error =
+        |source| UnslopError::Log { operation: "read", path: path.to_path_buf(), source };
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(LogSlice { end: from, ..LogSlice::default() });
+        }
+        Err(error) => return Err(log_error(error)),
+    };
+    let len = file.metadata().map_err(log_error)?.len();
+    // A log shorter than the offset was replaced; read nothing rather than re-tell old lines.
+    let from = if from > len { len } else { from };
+    file.seek(SeekFrom::Start(from)).map_err(log_error)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(log_error)?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+    let mut slice = LogSlice { end: from + complete as u64, ..LogSlice::default() };
+    for line in bytes[..complete].split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Record>(line) {
+            Ok(record) => slice.records.push(record),
+            Err(_) => slice.unreadable += 1,
+        }
+    }
+    Ok(slice)
+}
+
+/// Returns true if and only if the log at `path` already holds a `broken_lists` line. A log that
+/// cannot be read counts as not holding one, so the reason is logged rather than lost.
+pub(crate) fn has_broken_lists(path: &Path) -> bool {
+    std::fs::read(path)
+        .is_ok_and(|bytes| bytes.windows(BROKEN_NEEDLE.len()).any(|window| window == BROKEN_NEEDLE))
+}
+
+const BROKEN_NEEDLE: &[u8] = br#""event":"broken_lists""#;
+
+/// Returns the current time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub(crate) fn rfc3339_now() -> String {
+    let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let seconds = since.as_secs();
+    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Returns the proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+        assert_eq!(rfc3339_now().len(), "2026-11-30T03:40:00.000Z".len());
+    }
+}

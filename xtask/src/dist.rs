@@ -1,0 +1,143 @@
+//! `cargo xtask dist --prefix DIR`: installs the binaries and assets in the layout the bundle
+//! points into (`harness_adapters::InstallLayout::under`).
+//!
+//! Every file is copied to a temporary name beside its destination and renamed into place, so a
+//! running session never sees half a binary; binaries are 0755, assets 0644.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use harness_adapters::InstallLayout;
+
+use crate::process;
+
+/// The packages whose binaries the layout holds.
+const PACKAGES: [&str; 4] =
+    ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli", "harness-cli"];
+
+pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
+    let prefix = match args {
+        ["--prefix", prefix] => PathBuf::from(prefix),
+        _ => bail!("usage: cargo xtask dist --prefix DIR"),
+    };
+    let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
+    eprintln!("dist: building the release binaries ...");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = process::command(cargo);
+    build.current_dir(root).args(["build", "--release"]);
+    for package in PACKAGES {
+        build.args(["-p", package]);
+    }
+    process::run_visible(&mut build)?;
+    let from = InstallLayout::from_checkout(root, &root.join("target/release"));
+    let to = InstallLayout::under(&prefix);
+    let installed = install(&from, &to)?;
+    eprintln!("dist: installed {installed} files under {}", prefix.display());
+    Ok(())
+}
+
+/// Copies every file of `from` to its place in `to`; returns how many.
+pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize> {
+    let mut pairs: Vec<(PathBuf, PathBuf, u32)> = vec![
+        (from.gate.clone(), to.gate.clone(), 0o755),
+        (from.mcp.clone(), to.mcp.clone(), 0o755),
+        (from.unslop.clone(), to.unslop.clone(), 0o755),
+        (from.pi_extension.clone(), to.pi_extension.clone(), 0o644),
+        (from.pi_unslop_extension.clone(), to.pi_unslop_extension.clone(), 0o644),
+        (from.unslop_lists.clone(), to.unslop_lists.clone(), 0o644),
+    ];
+    if let (Some(from_bin), Some(to_bin)) = (from.gate.parent(), to.gate.parent()) {
+        pairs.push((from_bin.join("harness"), to_bin.join("harness"), 0o755));
+    }
+    for script in ["pi.sh", "claude-code.sh"] {
+        pairs.push((from.adapters.join(script), to.adapters.join(script), 0o644));
+    }
+    for (source, target, mode) in &pairs {
+        copy_into_place(source, target, *mode)?;
+    }
+    Ok(pairs.len())
+}
+
+fn copy_into_place(source: &Path, target: &Path, mode: u32) -> Result<()> {
+    let bytes =
+        std::fs::read(source).with_context(|| format!("cannot read {}", source.display()))?;
+    let parent = target.parent().with_context(|| format!("{} has no parent", target.display()))?;
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let temp = parent.join(format!(
+        ".{}.dist-{}",
+        target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&temp);
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&temp)
+        .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()));
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error).with_context(|| format!("cannot write {}", temp.display()));
+    }
+    std::fs::rename(&temp, target)
+        .with_context(|| format!("cannot rename {} to {}", temp.display(), target.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn install_copies_every_file_with_its_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = InstallLayout::under(&dir.path().join("from"));
+        let to = InstallLayout::under(&dir.path().join("to"));
+        let extra = from.gate.parent().unwrap().join("harness");
+        let scripts = [from.adapters.join("pi.sh"), from.adapters.join("claude-code.sh")];
+        let sources = [
+            &from.gate,
+            &from.mcp,
+            &from.unslop,
+            &from.pi_extension,
+            &from.pi_unslop_extension,
+            &from.unslop_lists,
+            &extra,
+            &scripts[0],
+            &scripts[1],
+        ];
+        for (index, path) in sources.iter().enumerate() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, format!("file {index}")).unwrap();
+        }
+        assert_eq!(install(&from, &to).unwrap(), 9);
+        // Installing again replaces the files in place.
+        assert_eq!(install(&from, &to).unwrap(), 9);
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&to.gate), 0o755);
+        assert_eq!(mode(&to.adapters.join("pi.sh")), 0o644);
+        assert_eq!(std::fs::read_to_string(&to.unslop_lists).unwrap(), "file 5");
+        let leftovers: Vec<_> = std::fs::read_dir(to.gate.parent().unwrap())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn a_missing_source_names_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = InstallLayout::under(&dir.path().join("from"));
+        let to = InstallLayout::under(&dir.path().join("to"));
+        let error = install(&from, &to).unwrap_err().to_string();
+        assert!(error.contains("harness-gate"), "{error}");
+    }
+}
