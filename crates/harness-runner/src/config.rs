@@ -44,6 +44,11 @@ pub struct RunFile {
     /// URL and key variable, a role token's variable, ...). Nothing else of the environment is.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Files the host places under `RUN/session/` before the first turn, by path relative to
+    /// it: the CLI's own configuration, such as Pi's `pi-agent/models.json` naming the provider
+    /// (with `"apiKey": "$VAR"`, so the key itself stays in a `passEnv` variable).
+    #[serde(default)]
+    pub session_files: std::collections::BTreeMap<String, String>,
 }
 
 fn default_bundle() -> PathBuf {
@@ -174,6 +179,15 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
         return Err(RunError::BadRun(
             "run.json: turnTimeout and brokerRetries must be above 0".to_owned(),
         ));
+    }
+    for name in file.session_files.keys() {
+        let path = Path::new(name);
+        let plain = path.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+        if name.is_empty() || !plain {
+            return Err(RunError::BadRun(format!(
+                "run.json: the session file {name:?} is not a plain relative path"
+            )));
+        }
     }
     let bundle = dir.join(&file.bundle);
     let manifest: Manifest = read_json(&bundle.join("manifest.json"))?;

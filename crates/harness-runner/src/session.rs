@@ -114,6 +114,17 @@ fn prepare_dirs(run: &Run) -> Result<(), RunError> {
             }
         }
     }
+    for (name, text) in &run.file.session_files {
+        let path = run.dir.join("session").join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(
+                |error| RunError::BadRun(format!("cannot create {}: {error}", parent.display())),
+            )?;
+        }
+        if !path.exists() {
+            write_private(&path, text.as_bytes())?;
+        }
+    }
     Ok(())
 }
 

@@ -24,6 +24,7 @@ mod recorded;
 mod sandbox;
 mod script;
 mod server;
+mod session_scenario;
 
 pub use bins::workspace_binary;
 pub use broker::{BrokerAnswer, BrokerCall, ScriptedBroker};
@@ -38,3 +39,4 @@ pub use recorded::{Outcome, RecordedRequest, ToolResult};
 pub use sandbox::{CliSandbox, PI_MODEL, PI_MODEL_ARG, PI_PROVIDER};
 pub use script::{Block, Reply, Script};
 pub use server::ScriptedModel;
+pub use session_scenario::{SESSION_CAP, SESSION_SECRET, SessionScenario};

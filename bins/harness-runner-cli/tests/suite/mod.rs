@@ -1,3 +1,4 @@
 mod exits;
 mod fixture;
+mod real_sessions;
 mod turns;

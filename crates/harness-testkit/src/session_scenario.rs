@@ -1,0 +1,241 @@
+//! A whole session through harness-runner with a real CLI, for the end-to-end tests and
+//! `cargo xtask demo`: a bundle built by harness-bundle for a sample role (the pm fixture, routed
+//! to the chosen harness and to the scripted model), a run directory, the scripted broker and
+//! the scripted model, and the runner started on them with a capability on stdin.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+
+use harness_adapters::{InstallLayout, module};
+use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
+use harness_tools::{LaunchModel, ResolvedInstance};
+use serde_json::{Value, json};
+
+use crate::broker::{BrokerAnswer, ScriptedBroker};
+use crate::clis::{Cli, CliPaths, tools_bin_dir, workspace_root};
+use crate::process::new_command;
+use crate::script::Script;
+use crate::server::ScriptedModel;
+
+/// The capability the scenario's host hands the runner.
+pub const SESSION_CAP: &str = "cap-e2e-5b2f8d0c41a7";
+/// What the secret beside the workspace holds; it must never reach the model.
+pub const SESSION_SECRET: &str = "the founder's notes, never for an agent";
+
+/// One session's world.
+#[derive(Debug)]
+pub struct SessionScenario {
+    cli: Cli,
+    program: PathBuf,
+    model: ScriptedModel,
+    broker: ScriptedBroker,
+    dir: tempfile::TempDir,
+    run: PathBuf,
+    workspace: PathBuf,
+    secret: PathBuf,
+}
+
+impl SessionScenario {
+    /// Lays out the run for `cli`, the harness binaries taken from `bin_dir` (`target/debug`).
+    pub fn new(cli: &CliPaths, bin_dir: &Path) -> io::Result<Self> {
+        let model = ScriptedModel::start(Script::default())?;
+        let broker = ScriptedBroker::start()?;
+        let dir = tempfile::Builder::new().prefix("harness-session-").tempdir()?;
+        let root = dir.path().canonicalize()?;
+        let workspace = root.join("workspace");
+        std::fs::create_dir_all(&workspace)?;
+        std::fs::write(workspace.join("README.md"), "# The sample project\n")?;
+        let secret = root.join("secret.txt");
+        std::fs::write(&secret, SESSION_SECRET)?;
+        let run = root.join("run");
+        std::fs::create_dir_all(&run)?;
+
+        let fixtures = workspace_root().join("fixtures");
+        let text = std::fs::read_to_string(fixtures.join("resolved/pm.json"))?;
+        let mut resolved: ResolvedInstance =
+            serde_json::from_str(&text).map_err(io::Error::other)?;
+        let (harness, thinking) = match cli.cli() {
+            Cli::Claude => ("claude-code", "low"),
+            Cli::Pi => ("pi", "off"),
+        };
+        resolved.vars = [("harness", harness), ("model", "scripted"), ("thinking", thinking)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        resolved.launch.models = [(
+            "scripted".to_owned(),
+            LaunchModel { provider: "scripted".to_owned(), model: "scripted-model".to_owned() },
+        )]
+        .into_iter()
+        .collect();
+        resolved.services.clear();
+        resolved.skills.clear();
+        resolved.projects.clear();
+        let module = module(harness).ok_or_else(|| io::Error::other("no harness module"))?;
+        build_bundle(&BundleRequest {
+            dir: run.join("bundle"),
+            resolved: &resolved,
+            contract: std::fs::read_to_string(fixtures.join("bundle/contracts/pm.md"))?,
+            arbiter: Default::default(),
+            tracker: resolved.tracker.clone(),
+            credentials: Vec::new(),
+            session: SessionInfo {
+                run: "run-demo-1".to_owned(),
+                launched_by: "the demo host".to_owned(),
+                workspace: workspace.clone(),
+            },
+            harness: module,
+            route: Route::Primary,
+            route_reason: "the primary route is healthy".to_owned(),
+            harness_version: module.version().to_owned(),
+            models: resolved.launch.models.clone(),
+            land: false,
+            skills_dir: fixtures.join("bundle/skills-enabled"),
+            install: InstallLayout::from_checkout(&workspace_root(), bin_dir),
+            network: "host".to_owned(),
+        })
+        .map_err(io::Error::other)?;
+
+        let models = json!({"providers": {"scripted": {
+            "baseUrl": model.base_url(),
+            "api": "anthropic-messages",
+            "apiKey": "$SCRIPTED_API_KEY",
+            "models": [{"id": "scripted-model", "reasoning": false, "contextWindow": 200000, "maxTokens": 4096}],
+        }}});
+        let run_json = json!({
+            "broker": broker.socket(),
+            "workspace": workspace,
+            "cli": cli.program(),
+            "turnTimeout": 120,
+            "brokerRetries": 10,
+            "pollInterval": 0.05,
+            "passEnv": [
+                "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+                "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING",
+                "CLAUDE_CODE_MAX_RETRIES", "PI_OFFLINE", "SCRIPTED_API_KEY"
+            ],
+            "sessionFiles": {
+                "pi-agent/models.json": models.to_string(),
+                "pi-agent/settings.json": json!({"retry": {"enabled": false}}).to_string(),
+            },
+        });
+        std::fs::write(run.join("run.json"), run_json.to_string())?;
+        broker
+            .answer("role.claim", BrokerAnswer::result(json!({"run": "run-demo-1"})))
+            .answer("role.release", BrokerAnswer::result(json!({})))
+            .answer("message.read", BrokerAnswer::result(json!({"message": null})))
+            .answer("message.send", BrokerAnswer::result(json!({"id": "sent"})))
+            .answer(
+                "state",
+                BrokerAnswer::result(json!({
+                    "launch": {"state": "running", "at": "2026-11-30T09:00:00Z", "event": "ev-41"},
+                    "tasks": {"open": [{"ref": "web-1", "title": "Ship the login page"},
+                                        {"ref": "web-2", "title": "Fix the footer"}], "total": 2}
+                })),
+            );
+        Ok(Self {
+            cli: cli.cli(),
+            program: cli.program().to_path_buf(),
+            model,
+            broker,
+            dir,
+            run,
+            workspace,
+            secret,
+        })
+    }
+
+    /// Queues a message from `from` for the runner to read.
+    pub fn send_message(&self, id: &str, from: &str, text: &str) {
+        self.broker.answer_once(
+            "message.read",
+            BrokerAnswer::result(json!({"message": {
+                "id": id, "from": from, "kind": "message", "sentAt": "2026-11-30T09:00:00Z", "text": text
+            }})),
+        );
+    }
+
+    /// The name the model uses for typed tool `tool` in this harness.
+    pub fn typed_name(&self, tool: &str) -> String {
+        match self.cli {
+            Cli::Claude => format!("mcp__mosaic__{tool}"),
+            Cli::Pi => tool.to_owned(),
+        }
+    }
+
+    /// The read tool's name and its input for `path` in this harness.
+    pub fn read_call(&self, path: &Path) -> (String, Value) {
+        match self.cli {
+            Cli::Claude => ("Read".to_owned(), json!({"file_path": path})),
+            Cli::Pi => ("read".to_owned(), json!({"path": path})),
+        }
+    }
+
+    /// Starts `runner` on the run directory with the capability on stdin.
+    pub fn spawn_runner(&self, runner: &Path) -> io::Result<Child> {
+        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", tools_bin_dir().display());
+        let mut command = new_command(runner);
+        command
+            .arg(&self.run)
+            .env_clear()
+            .env("PATH", path)
+            .env("ANTHROPIC_BASE_URL", self.model.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+            .env("SCRIPTED_API_KEY", "scripted-fake-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "0")
+            .env("PI_OFFLINE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(format!("{{\"cap\": \"{SESSION_CAP}\"}}\n").as_bytes())?;
+        }
+        Ok(child)
+    }
+
+    /// The scripted model.
+    pub fn model(&self) -> &ScriptedModel {
+        &self.model
+    }
+
+    /// The scripted broker.
+    pub fn broker(&self) -> &ScriptedBroker {
+        &self.broker
+    }
+
+    /// The run directory.
+    pub fn run_dir(&self) -> &Path {
+        &self.run
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The secret beside the workspace.
+    pub fn secret(&self) -> &Path {
+        &self.secret
+    }
+
+    /// The CLI the scenario runs.
+    pub fn cli(&self) -> Cli {
+        self.cli
+    }
+
+    /// The CLI's program.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// The scenario's temporary root (kept while the scenario lives).
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+}
