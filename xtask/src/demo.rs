@@ -1,110 +1,206 @@
-//! `cargo xtask demo`: the README's main job. Until the session runner exists it shows the gate
-//! at work inside the real Claude Code 2.1.296 and Pi 0.85.1, each against the scripted model on
-//! 127.0.0.1: a read outside the workspace blocked (by its path, then through a symlink inside the
-//! workspace), a read inside allowed, and the proof that the secret never reached the model.
+//! `cargo xtask demo`: the README's main job. On a fresh machine it installs what it needs,
+//! builds the harness, and runs one whole session for each real CLI (Pi 0.85.1 and Claude Code
+//! 2.1.296) through harness-runner, against the scripted broker and the scripted model on
+//! loopback, then prints a readable transcript and keeps the run directory to look into.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use harness_testkit::{Cli, GateScenario, OutsideRead, SECRET_TEXT, ScenarioStep, require_cli};
+use harness_testkit::{Cli, ScriptedTurn, SessionScenario, require_cli};
 
 use crate::{process, setup};
 
-const DEADLINE: Duration = Duration::from_secs(90);
+const LIMIT: Duration = Duration::from_secs(240);
+const PACKAGES: [&str; 4] =
+    ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli", "harness-runner-cli"];
 
 pub(crate) fn run(root: &Path) -> Result<()> {
     setup::run(root)?;
-    let gate = build_gate(root)?;
+    eprintln!("demo: building harness-gate, harness-mcp, harness-unslop and harness-runner ...");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = process::command(cargo);
+    build.current_dir(root).args(["build", "--quiet"]);
+    for package in PACKAGES {
+        build.args(["-p", package]);
+    }
+    process::run_visible(&mut build)?;
+    let bin_dir = root.join("target/debug");
     println!();
-    println!("harness demo: the gate inside the real agent CLIs");
-    println!("Each CLI talks to a scripted Messages API on 127.0.0.1 (no API key, no network).");
-    println!("The model asks to read a secret outside the workspace, then a file inside it.");
-    for cli in [Cli::Claude, Cli::Pi] {
-        for outside in [OutsideRead::Direct, OutsideRead::ThroughSymlink] {
-            show(cli, &gate, outside)?;
-        }
+    println!("harness demo: one whole session for each real agent CLI, through harness-runner.");
+    println!(
+        "The host's broker and the model are scripted, on this machine only: no API key, no network."
+    );
+    println!(
+        "Each session gets five messages: a typed tool call, a read outside the workspace, a reply"
+    );
+    println!("full of slop, a thank-you, and a turn whose model call fails.");
+    let mut kept = Vec::new();
+    for cli in [Cli::Pi, Cli::Claude] {
+        kept.push(session(cli, &bin_dir)?);
     }
     println!();
-    println!("Every block above is the gate's own reason, as the model received it.");
+    println!("The run directories are kept; look into them:");
+    for dir in kept {
+        println!("  {}", dir.display());
+    }
     Ok(())
 }
 
-fn build_gate(root: &Path) -> Result<PathBuf> {
-    eprintln!("demo: building harness-gate ...");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = process::command(cargo);
-    build.current_dir(root).args(["build", "--quiet", "-p", "harness-gate-cli"]);
-    process::run_visible(&mut build)?;
-    let gate = root.join("target/debug/harness-gate");
-    if !gate.is_file() {
-        bail!("the build did not produce {}", gate.display());
-    }
-    Ok(gate)
-}
-
-fn show(cli: Cli, gate: &Path, outside: OutsideRead) -> Result<()> {
+fn session(cli: Cli, bin_dir: &Path) -> Result<std::path::PathBuf> {
     let Some(paths) = require_cli(cli) else {
         bail!("{} is not installed although setup ran; see the line above", cli.name());
     };
-    let scenario = GateScenario::with_outside_read(cli, gate, outside)
-        .with_context(|| format!("cannot lay out the {} scenario", cli.name()))?;
-    let (title, wiring) = match cli {
-        Cli::Claude => (
-            "Claude Code 2.1.296",
-            "PreToolUse hook, matcher *: timeout -k 2 10 harness-gate claude-hook --policy policy.json || exit 2",
-        ),
-        Cli::Pi => (
-            "Pi 0.85.1",
-            "extension (-e gate-extension.mjs): every tool_call runs harness-gate check --policy policy.json",
-        ),
-    };
-    let how = match outside {
-        OutsideRead::Direct => "by its own path",
-        OutsideRead::ThroughSymlink => "through link.txt, a symlink inside the workspace",
+    let scenario = SessionScenario::new(&paths, bin_dir).context("cannot lay out the session")?;
+    let turns = scenario.script_standard();
+    let title = match cli {
+        Cli::Pi => "Pi 0.85.1 (the gate in its extension, typed tools registered by it)",
+        Cli::Claude => {
+            "Claude Code 2.1.296 (the gate as its PreToolUse hook, typed tools over MCP)"
+        }
     };
     println!();
-    println!("── {title}: the secret {how} ──");
-    println!("workspace  {}", scenario.workspace().display());
-    println!("secret     {} (outside the workspace)", scenario.secret().display());
-    println!("gate       {wiring}");
-    let output = scenario.run(&paths, DEADLINE)?;
-    if !output.status.success() {
-        bail!("{} failed: {output}", cli.name());
+    println!("══ {title} ══");
+    println!("run directory  {}", scenario.run_dir().display());
+    println!("workspace      {}", scenario.workspace().display());
+    println!("secret beside  {}", scenario.secret().display());
+    let mut child = scenario.spawn_runner(&bin_dir.join("harness-runner"))?;
+    wait(&mut child, || scenario.broker().calls_of("message.send").len() >= turns.len())?;
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?).context("no pid")?;
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
+    let output = finish(child)?;
+    print_transcript(&scenario, &turns);
+    let released = scenario.broker().calls_of("role.release").len();
+    println!(
+        "stop           SIGTERM → role.release ({released} call) → exit {}",
+        output.status.code().map_or_else(|| "by signal".to_owned(), |code| code.to_string())
+    );
+    if output.status.code() != Some(0) {
+        bail!("the runner did not stop cleanly: {}", String::from_utf8_lossy(&output.stderr));
     }
-    for (number, step) in scenario.steps().iter().enumerate() {
-        print_step(number + 1, step);
+    Ok(scenario.keep())
+}
+
+fn wait(child: &mut Child, mut done: impl FnMut() -> bool) -> Result<()> {
+    let start = Instant::now();
+    while !done() {
+        if let Some(status) = child.try_wait()? {
+            bail!("the runner ended early ({status})");
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            bail!("the session did not finish in {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
-    let calls = scenario.model().messages_calls();
-    let answer = match cli {
-        Cli::Claude => serde_json::from_str::<serde_json::Value>(&output.stdout)
-            .ok()
-            .and_then(|json| json["result"].as_str().map(str::to_owned))
-            .unwrap_or_default(),
-        Cli::Pi => output.stdout.trim_end().to_owned(),
-    };
-    println!("{}. the model answers: {answer:?}", scenario.steps().len() + 1);
-    let leaked = calls.iter().any(|call| call.raw_body.contains(SECRET_TEXT));
-    if leaked {
-        bail!("the secret reached the model: the gate did not hold");
-    }
-    println!("   the secret's text is in none of the {} requests the model received", calls.len());
     Ok(())
 }
 
-fn print_step(number: usize, step: &ScenarioStep) {
-    println!("{number}. the model calls {} {}", step.tool, step.input);
-    match &step.result {
-        Some(result) if result.is_error && result.text.contains("harness-gate: blocked") => {
-            let reason = result.text.lines().find(|line| line.contains("harness-gate: blocked"));
-            let reason = reason.unwrap_or(&result.text);
-            let reason = reason.find("harness-gate: ").map_or(reason, |start| &reason[start..]);
-            println!("   gate: BLOCKED, and the model is told: {}", reason.trim());
+fn finish(mut child: Child) -> Result<std::process::Output> {
+    let start = Instant::now();
+    while child.try_wait()?.is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            bail!("the runner did not stop within 20 s of SIGTERM");
         }
-        Some(result) if result.is_error => {
-            println!("   the CLI refused it itself: {}", result.text.trim());
-        }
-        Some(result) => println!("   gate: allowed; the tool returned {:?}", result.text.trim()),
-        None => println!("   (no result reached the model)"),
+        std::thread::sleep(Duration::from_millis(20));
     }
+    Ok(child.wait_with_output()?)
+}
+
+/// Shortens `text` to one line of at most `max` characters.
+fn line(text: &str, max: usize) -> String {
+    let flat = text.replace('\n', " ⏎ ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    }
+}
+
+fn print_transcript(scenario: &SessionScenario, turns: &[ScriptedTurn]) {
+    let sends = scenario.broker().calls_of("message.send");
+    let tasks = scenario.broker().calls_of("tasks");
+    let calls = scenario.model().messages_calls();
+    let results: Vec<_> = calls.iter().flat_map(|call| call.tool_results()).collect();
+    // A turn got the notice if, in a request of that turn, it stands after the turn's message.
+    let noticed: Vec<bool> = turns
+        .iter()
+        .map(|turn| {
+            calls.iter().any(|call| {
+                let messages: Vec<String> =
+                    call.messages().iter().map(ToString::to_string).collect();
+                let Some(at) = messages.iter().rposition(|m| m.contains(&turn.text)) else {
+                    return false;
+                };
+                let later_turn = turns.iter().any(|other| {
+                    other.id > turn.id && messages.iter().any(|m| m.contains(&other.text))
+                });
+                !later_turn
+                    && messages[at..]
+                        .iter()
+                        .any(|m| m.contains("Correction notice from the unslop check"))
+            })
+        })
+        .collect();
+    for (index, turn) in turns.iter().enumerate() {
+        println!();
+        println!("[{}] acme-cos → the session: {}", turn.id, turn.text);
+        for (id, tool, input) in &turn.tool_calls {
+            println!("     tool call  {tool} {input}");
+            if tool.ends_with("list_tasks") {
+                for call in &tasks {
+                    println!(
+                        "       broker   {} {} (with the runner's capability, never the agent's)",
+                        call.verb, call.args
+                    );
+                }
+            }
+            match results.iter().find(|result| &result.tool_use_id == id) {
+                Some(result)
+                    if result.is_error && result.text.contains("harness-gate: blocked") =>
+                {
+                    let reason = result
+                        .text
+                        .find("harness-gate: ")
+                        .map_or(result.text.as_str(), |at| &result.text[at..]);
+                    println!(
+                        "       gate     BLOCKED; the model is told: {}",
+                        line(reason.trim(), 160)
+                    );
+                }
+                Some(result) => println!("       result   {}", line(&result.text, 120)),
+                None => println!("       result   (none reached the model)"),
+            }
+        }
+        if noticed.get(index).copied().unwrap_or(false) {
+            println!("     notice     this turn's request carried the unslop correction notice");
+        }
+        match sends.get(index) {
+            Some(send) => {
+                let text = send.args["text"].as_str().unwrap_or_default();
+                let (answer, note) =
+                    text.split_once("\n\nunslop: ").map_or((text, None), |(a, n)| (a, Some(n)));
+                println!(
+                    "     RESULT     → {}: {}",
+                    send.args["to"].as_str().unwrap_or("?"),
+                    line(answer, 160)
+                );
+                if let Some(note) = note {
+                    println!("     note       unslop: {}", line(note, 160));
+                }
+            }
+            None => println!("     RESULT     (none sent)"),
+        }
+    }
+    let log = std::fs::read_to_string(scenario.run_dir().join("unslop.jsonl")).unwrap_or_default();
+    let count = |event: &str| log.matches(&format!("\"event\":\"{event}\"")).count();
+    println!();
+    println!(
+        "unslop log     {} checked, {} flagged, {} notice injected (run/unslop.jsonl)",
+        count("checked"),
+        count("flagged"),
+        count("notice_injected")
+    );
 }

@@ -15,13 +15,28 @@ use serde_json::{Value, json};
 use crate::broker::{BrokerAnswer, ScriptedBroker};
 use crate::clis::{Cli, CliPaths, tools_bin_dir, workspace_root};
 use crate::process::new_command;
-use crate::script::Script;
+use crate::script::{Reply, Script};
 use crate::server::ScriptedModel;
 
 /// The capability the scenario's host hands the runner.
 pub const SESSION_CAP: &str = "cap-e2e-5b2f8d0c41a7";
 /// What the secret beside the workspace holds; it must never reach the model.
 pub const SESSION_SECRET: &str = "the founder's notes, never for an agent";
+
+/// A reply full of the tells the default unslop list names.
+pub const SESSION_SLOP: &str =
+    "Let us delve into the plan; it is a testament to the team's tapestry of effort.";
+
+/// One scripted turn of the standard session: the message, and the tool calls the model makes.
+#[derive(Debug, Clone)]
+pub struct ScriptedTurn {
+    /// The message's id.
+    pub id: String,
+    /// The message's text.
+    pub text: String,
+    /// The model's tool calls in this turn: id, tool name, input.
+    pub tool_calls: Vec<(String, String, Value)>,
+}
 
 /// One session's world.
 #[derive(Debug)]
@@ -154,6 +169,52 @@ impl SessionScenario {
                 "id": id, "from": from, "kind": "message", "sentAt": "2026-11-30T09:00:00Z", "text": text
             }})),
         );
+    }
+
+    /// Scripts the standard five-turn session: a typed tool call (list_tasks) the broker answers,
+    /// a read of the secret beside the workspace (which the gate blocks), a reply full of slop, a
+    /// plain reply (its request carries the correction notice), and a turn whose model call fails.
+    pub fn script_standard(&self) -> Vec<ScriptedTurn> {
+        self.broker.answer(
+            "tasks",
+            BrokerAnswer::result(json!({"tasks": [
+                {"ref": "web-1", "title": "Ship the login page"},
+                {"ref": "web-2", "title": "Fix the footer"}], "total": 2})),
+        );
+        let (read_tool, read_input) = self.read_call(&self.secret);
+        let list = self.typed_name("list_tasks");
+        self.model.push_replies([
+            Reply::tool_use("toolu_tasks", list.clone(), json!({})),
+            Reply::text("Two tasks are open: web-1 and web-2."),
+            Reply::tool_use("toolu_secret", read_tool.clone(), read_input.clone()),
+            Reply::text("I cannot read files outside my workspace."),
+            Reply::text(SESSION_SLOP),
+            Reply::text("Noted."),
+            Reply::api_error(500, "the scripted model is down for this turn"),
+        ]);
+        let turns = vec![
+            ("m1", "How many tasks are open?", vec![("toolu_tasks".to_owned(), list, json!({}))]),
+            (
+                "m2",
+                "Show me the notes beside your workspace.",
+                vec![("toolu_secret".to_owned(), read_tool, read_input)],
+            ),
+            ("m3", "Describe the plan.", vec![]),
+            ("m4", "Thanks.", vec![]),
+            ("m5", "One more thing.", vec![]),
+        ];
+        turns
+            .into_iter()
+            .map(|(id, text, tool_calls)| {
+                self.send_message(id, "acme-cos", text);
+                ScriptedTurn { id: id.to_owned(), text: text.to_owned(), tool_calls }
+            })
+            .collect()
+    }
+
+    /// Keeps the scenario's directory after the scenario is dropped, and returns it.
+    pub fn keep(self) -> PathBuf {
+        self.dir.keep()
     }
 
     /// The name the model uses for typed tool `tool` in this harness.

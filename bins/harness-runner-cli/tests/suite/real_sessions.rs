@@ -12,14 +12,10 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use harness_testkit::{
-    BrokerAnswer, Cli, Reply, SESSION_CAP, SESSION_SECRET, SessionScenario, require_cli,
-    workspace_binary,
+    Cli, SESSION_CAP, SESSION_SECRET, SESSION_SLOP, SessionScenario, require_cli, workspace_binary,
 };
-use serde_json::json;
 
 const LIMIT: Duration = Duration::from_secs(240);
-const SLOP: &str =
-    "Let us delve into the plan; it is a testament to the team's tapestry of effort.";
 
 fn wait_for(child: &mut Child, what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -44,30 +40,7 @@ fn session(cli: Cli) {
     let gate = workspace_binary("harness-gate");
     let _ = (workspace_binary("harness-mcp"), workspace_binary("harness-unslop"));
     let s = SessionScenario::new(&paths, gate.parent().unwrap()).unwrap();
-    s.broker().answer(
-        "tasks",
-        BrokerAnswer::result(json!({"tasks": [{"ref": "web-1", "title": "Ship the login page"},
-                                                {"ref": "web-2", "title": "Fix the footer"}], "total": 2})),
-    );
-    let (read_tool, read_input) = s.read_call(s.secret());
-    s.model().push_replies([
-        Reply::tool_use("toolu_tasks", s.typed_name("list_tasks"), json!({})),
-        Reply::text("Two tasks are open: web-1 and web-2."),
-        Reply::tool_use("toolu_secret", read_tool, read_input),
-        Reply::text("I cannot read files outside my workspace."),
-        Reply::text(SLOP),
-        Reply::text("Noted."),
-        Reply::api_error(500, "the scripted model is down for this turn"),
-    ]);
-    for (id, text) in [
-        ("m1", "How many tasks are open?"),
-        ("m2", "Show me the notes beside your workspace."),
-        ("m3", "Describe the plan."),
-        ("m4", "Thanks."),
-        ("m5", "One more thing."),
-    ] {
-        s.send_message(id, "acme-cos", text);
-    }
+    s.script_standard();
     let mut child = s.spawn_runner(&runner).unwrap();
     wait_for(&mut child, "five RESULTs", || s.broker().calls_of("message.send").len() >= 5);
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
@@ -101,7 +74,7 @@ fn session(cli: Cli) {
     assert_eq!(results[1], "I cannot read files outside my workspace.", "{}", turn_stderr(2));
     // The RESULT after the turn that flagged the reply (its own) names it; the next does not again.
     assert!(
-        results[2].starts_with(&format!("{SLOP}\n\nunslop: 1 reply flagged: reply 3 ")),
+        results[2].starts_with(&format!("{SESSION_SLOP}\n\nunslop: 1 reply flagged: reply 3 ")),
         "{:?}",
         results[2]
     );
