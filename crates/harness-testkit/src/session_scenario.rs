@@ -38,6 +38,28 @@ pub struct ScriptedTurn {
     pub tool_calls: Vec<(String, String, Value)>,
 }
 
+/// What a session may be built with besides the defaults.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Where the bundle's binaries and assets are.
+    pub layout: InstallLayout,
+    /// The role's `limits.tools`, when not the pm fixture's.
+    pub limits: Option<Vec<String>>,
+    /// run.json's `turnTimeout`, seconds.
+    pub turn_timeout: u64,
+}
+
+impl SessionOptions {
+    /// The checkout's layout with binaries from `bin_dir`, the fixture's limits, 120 s turns.
+    pub fn from_checkout(bin_dir: &Path) -> Self {
+        Self {
+            layout: InstallLayout::from_checkout(&workspace_root(), bin_dir),
+            limits: None,
+            turn_timeout: 120,
+        }
+    }
+}
+
 /// One session's world.
 #[derive(Debug)]
 pub struct SessionScenario {
@@ -54,6 +76,11 @@ pub struct SessionScenario {
 impl SessionScenario {
     /// Lays out the run for `cli`, the harness binaries taken from `bin_dir` (`target/debug`).
     pub fn new(cli: &CliPaths, bin_dir: &Path) -> io::Result<Self> {
+        Self::with_options(cli, SessionOptions::from_checkout(bin_dir))
+    }
+
+    /// Lays out the run for `cli` with `options`.
+    pub fn with_options(cli: &CliPaths, options: SessionOptions) -> io::Result<Self> {
         let model = ScriptedModel::start(Script::default())?;
         let broker = ScriptedBroker::start()?;
         let dir = tempfile::Builder::new().prefix("harness-session-").tempdir()?;
@@ -84,6 +111,9 @@ impl SessionScenario {
         )]
         .into_iter()
         .collect();
+        if let Some(limits) = options.limits {
+            resolved.limits.tools = limits;
+        }
         resolved.services.clear();
         resolved.skills.clear();
         resolved.projects.clear();
@@ -107,7 +137,7 @@ impl SessionScenario {
             models: resolved.launch.models.clone(),
             land: false,
             skills_dir: fixtures.join("bundle/skills-enabled"),
-            install: InstallLayout::from_checkout(&workspace_root(), bin_dir),
+            install: options.layout,
             network: "host".to_owned(),
         })
         .map_err(io::Error::other)?;
@@ -122,7 +152,7 @@ impl SessionScenario {
             "broker": broker.socket(),
             "workspace": workspace,
             "cli": cli.program(),
-            "turnTimeout": 120,
+            "turnTimeout": options.turn_timeout,
             "brokerRetries": 10,
             "pollInterval": 0.05,
             "passEnv": [

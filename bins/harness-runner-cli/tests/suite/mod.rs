@@ -1,4 +1,5 @@
 mod exits;
 mod fixture;
 mod real_sessions;
+mod s0_lines;
 mod turns;
