@@ -28,7 +28,10 @@ use nix::unistd::{Pid, mkfifo};
 
 use crate::process;
 
-const USAGE: &str = "usage: cargo xtask bench [--runs N]";
+const USAGE: &str = "usage: cargo xtask bench [--runs N] [--only gate|bundle|runner|unslop|tools]";
+
+/// The sections, in the order a full run measures them.
+const SECTIONS: [&str; 5] = ["gate", "bundle", "runner", "unslop", "tools"];
 
 /// Runs of each process timed, unless `--runs` says otherwise.
 const DEFAULT_RUNS: usize = 500;
@@ -59,16 +62,31 @@ const READ_INSIDE: &str = "src/core/lib.rs";
 
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
-    let runs = match args {
-        [] => DEFAULT_RUNS,
-        ["--runs", runs] => runs.parse().with_context(|| format!("--runs {runs:?}\n{USAGE}"))?,
-        _ => bail!("unknown arguments `{}`\n{USAGE}", args.join(" ")),
-    };
+    let mut runs = DEFAULT_RUNS;
+    let mut only: Option<&str> = None;
+    let mut rest = args;
+    while let [flag, value, tail @ ..] = rest {
+        match *flag {
+            "--runs" => {
+                runs = value.parse().with_context(|| format!("--runs {value:?}\n{USAGE}"))?
+            }
+            "--only" if SECTIONS.contains(value) => only = Some(value),
+            _ => bail!("unknown arguments `{}`\n{USAGE}", args.join(" ")),
+        }
+        rest = tail;
+    }
+    ensure!(rest.is_empty(), "unknown arguments `{}`\n{USAGE}", args.join(" "));
     ensure!(runs >= 10, "--runs must be at least 10 for a median and a p90 to mean much");
-    bench(root, runs)?;
-    crate::bench_bundle::run(root)?;
-    crate::bench_unslop::run(root, runs)?;
-    crate::bench_tools::run(root, runs)
+    for section in SECTIONS.iter().filter(|section| only.is_none_or(|only| only == **section)) {
+        match *section {
+            "gate" => bench(root, runs)?,
+            "bundle" => crate::bench_bundle::run(root)?,
+            "runner" => crate::bench_runner::run(root)?,
+            "unslop" => crate::bench_unslop::run(root, runs)?,
+            _ => crate::bench_tools::run(root, runs)?,
+        }
+    }
+    Ok(())
 }
 
 fn bench(root: &Path, runs: usize) -> Result<()> {

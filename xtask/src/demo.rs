@@ -8,7 +8,7 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use harness_testkit::{Cli, ScriptedTurn, SessionScenario, require_cli};
+use harness_testkit::{Cli, Endpoint, ScriptedTurn, SessionOptions, SessionScenario, require_cli};
 
 use crate::{process, setup};
 
@@ -16,7 +16,25 @@ const LIMIT: Duration = Duration::from_secs(240);
 const PACKAGES: [&str; 4] =
     ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli", "harness-runner-cli"];
 
-pub(crate) fn run(root: &Path) -> Result<()> {
+const USAGE: &str = "usage: cargo xtask demo [--endpoint URL --model MODEL]  (with --endpoint, \
+                     ANTHROPIC_API_KEY must hold the endpoint's key)";
+
+pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
+    let endpoint = match args {
+        [] => None,
+        ["--endpoint", url, "--model", model] | ["--model", model, "--endpoint", url] => {
+            let api_key = std::env::var("ANTHROPIC_API_KEY")
+                .ok()
+                .filter(|key| !key.is_empty())
+                .with_context(|| format!("--endpoint needs ANTHROPIC_API_KEY\n{USAGE}"))?;
+            Some(Endpoint {
+                base_url: url.trim_end_matches('/').to_owned(),
+                model: (*model).to_owned(),
+                api_key,
+            })
+        }
+        _ => bail!("{USAGE}"),
+    };
     setup::run(root)?;
     eprintln!("demo: building harness-gate, harness-mcp, harness-unslop and harness-runner ...");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -38,7 +56,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     println!("full of slop, a thank-you, and a turn whose model call fails.");
     let mut kept = Vec::new();
     for cli in [Cli::Pi, Cli::Claude] {
-        kept.push(session(cli, &bin_dir)?);
+        kept.push(session(cli, &bin_dir, endpoint.clone())?);
     }
     println!();
     println!("The run directories are kept; look into them:");
@@ -48,11 +66,14 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn session(cli: Cli, bin_dir: &Path) -> Result<std::path::PathBuf> {
+fn session(cli: Cli, bin_dir: &Path, endpoint: Option<Endpoint>) -> Result<std::path::PathBuf> {
     let Some(paths) = require_cli(cli) else {
         bail!("{} is not installed although setup ran; see the line above", cli.name());
     };
-    let scenario = SessionScenario::new(&paths, bin_dir).context("cannot lay out the session")?;
+    let scripted = endpoint.is_none();
+    let options = SessionOptions { endpoint, ..SessionOptions::from_checkout(bin_dir) };
+    let scenario =
+        SessionScenario::with_options(&paths, options).context("cannot lay out the session")?;
     let turns = scenario.script_standard();
     let title = match cli {
         Cli::Pi => "Pi 0.85.1 (the gate in its extension, typed tools registered by it)",
@@ -70,7 +91,7 @@ fn session(cli: Cli, bin_dir: &Path) -> Result<std::path::PathBuf> {
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?).context("no pid")?;
     rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
     let output = finish(child)?;
-    print_transcript(&scenario, &turns);
+    print_transcript(&scenario, &turns, scripted);
     let released = scenario.broker().calls_of("role.release").len();
     println!(
         "stop           SIGTERM → role.release ({released} call) → exit {}",
@@ -119,7 +140,7 @@ fn line(text: &str, max: usize) -> String {
     }
 }
 
-fn print_transcript(scenario: &SessionScenario, turns: &[ScriptedTurn]) {
+fn print_transcript(scenario: &SessionScenario, turns: &[ScriptedTurn], scripted: bool) {
     let sends = scenario.broker().calls_of("message.send");
     let tasks = scenario.broker().calls_of("tasks");
     let calls = scenario.model().messages_calls();
@@ -147,7 +168,25 @@ fn print_transcript(scenario: &SessionScenario, turns: &[ScriptedTurn]) {
     for (index, turn) in turns.iter().enumerate() {
         println!();
         println!("[{}] acme-cos → the session: {}", turn.id, turn.text);
-        for (id, tool, input) in &turn.tool_calls {
+        if !scripted {
+            // A real model chooses its own tool calls; the broker's log shows the typed ones.
+            let runner_verbs =
+                ["role.claim", "role.release", "message.read", "message.send", "state"];
+            if index == 0 {
+                for call in scenario
+                    .broker()
+                    .calls()
+                    .iter()
+                    .filter(|c| !runner_verbs.contains(&c.verb.as_str()))
+                {
+                    println!(
+                        "     broker     {} {} (a typed tool call of the session)",
+                        call.verb, call.args
+                    );
+                }
+            }
+        }
+        for (id, tool, input) in turn.tool_calls.iter().filter(|_| scripted) {
             println!("     tool call  {tool} {input}");
             if tool.ends_with("list_tasks") {
                 for call in &tasks {

@@ -7,6 +7,7 @@
 
 mod bench;
 mod bench_bundle;
+mod bench_runner;
 mod bench_tools;
 mod bench_unslop;
 mod ci;
@@ -29,8 +30,9 @@ commands:
           plus rg and fd when missing; link them into .tools/bin/ and check their versions
   bench   the gate's cost per call against a bare process, its peak RSS and decide() alone;
           writes docs/performance.md (`--runs N`, default 500)
-  demo    the main job: the real Claude Code and Pi against the scripted model, with the gate
-          blocking a read outside the workspace and allowing one inside
+  demo    the main job: one whole session for each of the real Pi and Claude Code through
+          harness-runner, against the scripted broker and model (`--endpoint URL --model M`
+          with ANTHROPIC_API_KEY: a real Anthropic-compatible model instead)
   dist    --prefix DIR: install the release binaries and assets in the layout bundles point into
   ci      the test command: setup, cargo fmt --check, clippy -D warnings, cargo test
           with HARNESS_REQUIRE_CLIS=1; stops at the first failure
@@ -59,7 +61,7 @@ fn run() -> Result<()> {
         ["ci"] => ci::run(&workspace_root()?),
         ["bench", args @ ..] => bench::run(&workspace_root()?, args),
         ["verify-pi"] => verify_pi::run(&workspace_root()?),
-        ["demo"] => demo::run(&workspace_root()?),
+        ["demo", args @ ..] => demo::run(&workspace_root()?, args),
         ["dist", args @ ..] => dist::run(&workspace_root()?, args),
         _ => bail!("unknown command line `{}`\n\n{USAGE}", args.join(" ")),
     }

@@ -40,5 +40,6 @@ pub use sandbox::{CliSandbox, PI_MODEL, PI_MODEL_ARG, PI_PROVIDER};
 pub use script::{Block, Reply, Script};
 pub use server::ScriptedModel;
 pub use session_scenario::{
-    SESSION_CAP, SESSION_SECRET, SESSION_SLOP, ScriptedTurn, SessionOptions, SessionScenario,
+    Endpoint, SESSION_CAP, SESSION_SECRET, SESSION_SLOP, ScriptedTurn, SessionOptions,
+    SessionScenario,
 };

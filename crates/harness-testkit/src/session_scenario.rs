@@ -47,6 +47,29 @@ pub struct SessionOptions {
     pub limits: Option<Vec<String>>,
     /// run.json's `turnTimeout`, seconds.
     pub turn_timeout: u64,
+    /// A real Anthropic-compatible endpoint to use instead of the scripted model.
+    pub endpoint: Option<Endpoint>,
+}
+
+/// A real Anthropic-compatible Messages API: its base URL (without `/v1`), the model id, and the
+/// API key (passed to the CLI in `ANTHROPIC_API_KEY`, never written to a file).
+#[derive(Clone)]
+pub struct Endpoint {
+    /// The base URL.
+    pub base_url: String,
+    /// The model id.
+    pub model: String,
+    /// The API key.
+    pub api_key: String,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SessionOptions {
@@ -56,6 +79,7 @@ impl SessionOptions {
             layout: InstallLayout::from_checkout(&workspace_root(), bin_dir),
             limits: None,
             turn_timeout: 120,
+            endpoint: None,
         }
     }
 }
@@ -71,6 +95,9 @@ pub struct SessionScenario {
     run: PathBuf,
     workspace: PathBuf,
     secret: PathBuf,
+    /// Where the CLI sends its model requests, and with which key.
+    base_url: String,
+    api_key: String,
 }
 
 impl SessionScenario {
@@ -105,9 +132,17 @@ impl SessionScenario {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
+        let (base_url, api_key, model_id) = match &options.endpoint {
+            Some(endpoint) => {
+                (endpoint.base_url.clone(), endpoint.api_key.clone(), endpoint.model.clone())
+            }
+            None => {
+                (model.base_url().to_owned(), "sk-ant-fake".to_owned(), "scripted-model".to_owned())
+            }
+        };
         resolved.launch.models = [(
             "scripted".to_owned(),
-            LaunchModel { provider: "scripted".to_owned(), model: "scripted-model".to_owned() },
+            LaunchModel { provider: "scripted".to_owned(), model: model_id.clone() },
         )]
         .into_iter()
         .collect();
@@ -143,10 +178,10 @@ impl SessionScenario {
         .map_err(io::Error::other)?;
 
         let models = json!({"providers": {"scripted": {
-            "baseUrl": model.base_url(),
+            "baseUrl": base_url,
             "api": "anthropic-messages",
             "apiKey": "$SCRIPTED_API_KEY",
-            "models": [{"id": "scripted-model", "reasoning": false, "contextWindow": 200000, "maxTokens": 4096}],
+            "models": [{"id": model_id, "reasoning": false, "contextWindow": 200000, "maxTokens": 4096}],
         }}});
         let run_json = json!({
             "broker": broker.socket(),
@@ -188,6 +223,8 @@ impl SessionScenario {
             run,
             workspace,
             secret,
+            base_url,
+            api_key,
         })
     }
 
@@ -271,9 +308,9 @@ impl SessionScenario {
             .arg(&self.run)
             .env_clear()
             .env("PATH", path)
-            .env("ANTHROPIC_BASE_URL", self.model.base_url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-fake")
-            .env("SCRIPTED_API_KEY", "scripted-fake-key")
+            .env("ANTHROPIC_BASE_URL", &self.base_url)
+            .env("ANTHROPIC_API_KEY", &self.api_key)
+            .env("SCRIPTED_API_KEY", &self.api_key)
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_TELEMETRY", "1")
             .env("DISABLE_AUTOUPDATER", "1")
