@@ -9,6 +9,7 @@
 mod config;
 mod creds;
 mod error;
+mod git;
 mod request;
 mod session;
 mod turn;
@@ -16,5 +17,6 @@ mod turn;
 pub use config::{Manifest, Run, RunFile, load_run, read_capability};
 pub use creds::{FOUNDER_ENV, ROLE_TOKEN_PREFIX, role_token_var};
 pub use error::RunError;
+pub use git::MAX_BUNDLE_BYTES;
 pub use request::{Message, MessageKind};
-pub use session::{RunnerConfig, Stopped, environment, install_stop_handlers, run};
+pub use session::{LANDING_SENDER, RunnerConfig, Stopped, environment, install_stop_handlers, run};

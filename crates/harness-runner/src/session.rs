@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Run, load_run, read_capability};
 use crate::error::RunError;
+use crate::git::{GitTools, LaunchTool};
 use crate::request::{self, Message, MessageKind};
 use crate::turn::{TurnFiles, TurnOutcome, run_turn, write_private};
 
@@ -104,7 +105,7 @@ pub fn run<R: BufRead + Send + 'static>(
 
 fn prepare_dirs(run: &Run) -> Result<(), RunError> {
     use std::os::unix::fs::DirBuilderExt;
-    for dir in ["turns", "session"] {
+    for dir in ["turns", "session", "tmp"] {
         let path = run.dir.join(dir);
         match std::fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => {}
@@ -168,6 +169,9 @@ fn next_turn(run: &Run) -> u32 {
         + 1
 }
 
+/// The sender of a landing's outcome: once its RESULT arrives, land_work may start another.
+pub const LANDING_SENDER: &str = "landing";
+
 /// Refusal codes that mean the capability or the claim stopped working (exit 22).
 const SESSION_INVALID: &[&str] = &[
     "capability-invalid",
@@ -184,6 +188,7 @@ struct Session<'a> {
     broker: Arc<dyn Broker>,
     stop: &'a AtomicBool,
     claimed: bool,
+    git: Option<Arc<GitTools>>,
 }
 
 /// A reply that must reach its sender before the message is marked read.
@@ -195,7 +200,15 @@ struct Pending {
 
 impl<'a> Session<'a> {
     fn new(run: &'a Run, cap: Capability, broker: Arc<dyn Broker>, stop: &'a AtomicBool) -> Self {
-        Self { run, cap, broker, stop, claimed: false }
+        let git = run.file.git_socket.as_ref().map(|socket| {
+            Arc::new(GitTools::new(
+                socket.clone(),
+                run.file.workspace.clone(),
+                run.dir.join("tmp"),
+                run.tools.projects.clone(),
+            ))
+        });
+        Self { run, cap, broker, stop, claimed: false, git }
     }
 
     fn stopped(&self) -> bool {
@@ -263,11 +276,15 @@ impl<'a> Session<'a> {
     }
 
     fn serve(&mut self) -> Result<(), RunError> {
-        let backends = Backends {
-            broker: self.broker.clone(),
-            launch: Arc::new(NotAvailable),
-            git: Arc::new(NotAvailable),
+        let launch: Arc<dyn harness_tools::Backend> = match &self.run.file.launch_socket {
+            Some(socket) => Arc::new(LaunchTool::new(socket.clone())),
+            None => Arc::new(NotAvailable),
         };
+        let git: Arc<dyn harness_tools::Backend> = match &self.git {
+            Some(git) => git.clone(),
+            None => Arc::new(NotAvailable),
+        };
+        let backends = Backends { broker: self.broker.clone(), launch, git };
         let socket = ToolSocket::bind(ToolSocketConfig {
             path: self.run.dir.join("tools.sock"),
             tools: self.run.tools.clone(),
@@ -366,6 +383,12 @@ impl<'a> Session<'a> {
                 TurnOutcome::Answer(answer) => answer,
                 TurnOutcome::Failed(reason) => format!("The turn failed: {reason}"),
             };
+            if message.kind == MessageKind::Result
+                && message.from == LANDING_SENDER
+                && let Some(git) = &self.git
+            {
+                git.landing_done();
+            }
             if message.kind == MessageKind::Result {
                 // An incoming RESULT never gets an automatic reply; its note waits for one.
                 after = Some(message.id.clone());

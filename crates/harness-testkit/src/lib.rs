@@ -19,6 +19,7 @@ mod bins;
 mod broker;
 mod clis;
 mod gate_scenario;
+mod host;
 mod process;
 mod recorded;
 mod sandbox;
@@ -34,6 +35,7 @@ pub use clis::{
 pub use gate_scenario::{
     FINAL_TEXT, GateScenario, INSIDE_TEXT, OutsideRead, SECRET_TEXT, ScenarioStep,
 };
+pub use host::{FakeHost, HostCall, git};
 pub use process::{CliOutput, run_with_deadline};
 pub use recorded::{Outcome, RecordedRequest, ToolResult};
 pub use sandbox::{CliSandbox, PI_MODEL, PI_MODEL_ARG, PI_PROVIDER};

@@ -43,6 +43,11 @@ impl RefusalCode {
         ok.then(|| Self(code.to_owned()))
     }
 
+    /// A code this crate knows to be valid.
+    pub(crate) fn known(code: &'static str) -> Self {
+        Self(code.to_owned())
+    }
+
     /// Returns the code.
     pub fn as_str(&self) -> &str {
         &self.0

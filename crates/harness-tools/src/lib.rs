@@ -21,6 +21,7 @@ mod args;
 mod broker;
 mod capability;
 mod catalogue;
+mod host;
 mod reply;
 mod resolved;
 mod server;
@@ -34,6 +35,7 @@ pub use catalogue::{
     CATALOGUE, GitOp, Grant, Kind, ORGANIZATION_KEYS, Param, Route, THREAD_DEFINITION, ToolDef,
     Verb, tool,
 };
+pub use host::{HostReply, HostSocket, HostSocketConfig};
 pub use reply::{REPLY_CAP, ReplyTooLarge, reply_len, reply_text};
 pub use resolved::{
     Actions, CrossRole, FORMAT as RESOLVED_FORMAT, Launch, LaunchModel, Limits, Project,

@@ -48,7 +48,7 @@ pub enum BackendError {
     Refused(RefusalCode),
     /// This runner does not serve the route.
     #[error(
-        "refused: not-available ({tool} goes to the host's {route} socket, which this runner does not serve yet)"
+        "refused: not-available ({tool} goes to the host's {route} socket, which this session was not given)"
     )]
     NotAvailable {
         /// The tool.
@@ -61,7 +61,8 @@ pub enum BackendError {
     Failed(String),
 }
 
-/// The backend of a route this runner does not serve yet: every call is `not-available`.
+/// The backend of a route whose host socket the session was not given: every call is
+/// `not-available`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NotAvailable;
 

@@ -33,6 +33,7 @@ pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
     pub(crate) run: PathBuf,
     pub(crate) broker: ScriptedBroker,
+    pub(crate) workspace: PathBuf,
 }
 
 pub(crate) fn message(id: &str, kind: &str, text: &str) -> Value {
@@ -45,6 +46,14 @@ impl Fixture {
     }
 
     pub(crate) fn with_run_json(edit: impl FnOnce(&mut Value)) -> Fixture {
+        Self::with_setup(|_| {}, edit)
+    }
+
+    /// A fixture whose resolved instance and run.json the test edits first.
+    pub(crate) fn with_setup(
+        edit_resolved: impl FnOnce(&mut harness_tools::ResolvedInstance),
+        edit: impl FnOnce(&mut Value),
+    ) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let layout = InstallLayout::under(&root.join("prefix"));
@@ -65,11 +74,12 @@ impl Fixture {
         std::fs::create_dir_all(&workspace).unwrap();
         let run = root.join("run");
         std::fs::create_dir_all(&run).unwrap();
-        let resolved: harness_tools::ResolvedInstance = serde_json::from_str(
+        let mut resolved: harness_tools::ResolvedInstance = serde_json::from_str(
             &std::fs::read_to_string(workspace_root().join("fixtures/resolved/assistant.json"))
                 .unwrap(),
         )
         .unwrap();
+        edit_resolved(&mut resolved);
         std::fs::create_dir_all(root.join("skills")).unwrap();
         build_bundle(&BundleRequest {
             dir: run.join("bundle"),
@@ -88,7 +98,7 @@ impl Fixture {
             route_reason: "test".into(),
             harness_version: "test".into(),
             models: resolved.launch.models.clone(),
-            land: false,
+            land: resolved.land_held,
             skills_dir: root.join("skills"),
             install: layout,
             network: "host".into(),
@@ -118,7 +128,7 @@ impl Fixture {
         });
         edit(&mut run_json);
         std::fs::write(run.join("run.json"), run_json.to_string()).unwrap();
-        Fixture { _dir: dir, run, broker }
+        Fixture { _dir: dir, run, broker, workspace }
     }
 
     /// Starts the runner with `env` (and PATH) and writes `stdin`.
