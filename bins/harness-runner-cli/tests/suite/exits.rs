@@ -142,3 +142,84 @@ fn sigterm_before_the_capability_arrives_exits_0_without_claiming() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(fx.broker.calls().is_empty(), "nothing is claimed: {:?}", fx.broker.calls());
 }
+
+#[test]
+fn sigterm_mid_tool_call_exits_0_promptly() {
+    use std::io::Write;
+    let fx = Fixture::new();
+    // The broker takes its time over this call; the runner must not wait for it to stop.
+    fx.broker.answer("spec.read", BrokerAnswer::Silence(Duration::from_secs(8)));
+    let child = fx.spawn(&[]);
+    wait_until(LIMIT, "the first poll", || !fx.broker.calls_of("message.read").is_empty());
+    let mut client = std::os::unix::net::UnixStream::connect(fx.run.join("tools.sock")).unwrap();
+    client.write_all(b"{\"tool\":\"read_spec\",\"args\":{\"project\":\"web\"}}\n").unwrap();
+    wait_until(LIMIT, "the call at the broker", || !fx.broker.calls_of("spec.read").is_empty());
+    let started = std::time::Instant::now();
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(started.elapsed() < Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
+    assert_eq!(fx.broker.calls_of("role.release").len(), 1);
+}
+
+#[test]
+fn a_malformed_message_is_skipped_and_marked_read() {
+    let fx = Fixture::new();
+    fx.broker.answer_once(
+        "message.read",
+        BrokerAnswer::result(json!({"message": {"id": "bad-1", "text": 7}})),
+    );
+    let child = fx.spawn(&[]);
+    wait_until(LIMIT, "the bad message marked read", || {
+        fx.broker.calls_of("message.read").iter().any(|call| call.args == json!({"after": "bad-1"}))
+    });
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("malformed message"), "{}", stderr(&output));
+    assert!(fx.broker.calls_of("message.send").is_empty());
+}
+
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the test runs the runner under unshare")]
+fn as_pid_1_of_its_own_pid_namespace_sigterm_still_stops_it() {
+    use std::io::Write;
+    let fx = Fixture::new();
+    let mut child = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child"])
+        .arg(env!("CARGO_BIN_EXE_harness-runner"))
+        .arg(&fx.run)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare (util-linux) runs the runner in its own PID namespace");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{{\"cap\": \"{}\"}}\n", super::fixture::CAP).as_bytes())
+        .unwrap();
+    wait_until(LIMIT, "the first poll", || !fx.broker.calls_of("message.read").is_empty());
+    // The runner is unshare's only child, and PID 1 inside.
+    let children =
+        std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+            .unwrap();
+    let runner: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{runner}/status")).unwrap();
+    let nspid = status.lines().find(|line| line.starts_with("NSpid:")).unwrap();
+    assert!(
+        nspid.trim_end().ends_with("\t1") || nspid.split_whitespace().last() == Some("1"),
+        "{nspid}"
+    );
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(runner).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(fx.broker.calls_of("role.release").len(), 1, "released as PID 1 too");
+}
