@@ -6,8 +6,10 @@
 //! `timeout -k 2 10 GATE claude-hook --policy POLICY || exit 2` with hook timeout 20, and a
 //! SessionStart canary that proves the settings file was read (Claude Code silently ignores an
 //! invalid one and then runs no hook at all). It runs without `--restricted`, so the gate is the
-//! only thing between the model and the secret. Pi gets `fixtures/pi/gate-extension.mjs` by `-e`,
-//! which calls `GATE check --policy POLICY` for every tool call.
+//! only thing between the model and the secret. Pi gets the bundle's own extension
+//! (`crates/harness-adapters/assets/pi/extension.mjs`) by `-e`, which calls
+//! `GATE check --policy BUNDLE/policy.json` for every tool call; the scenario's bundle directory
+//! holds just the policy and an empty tools.json.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -89,7 +91,10 @@ impl GateScenario {
             Cli::Claude => ("claude-code", "Read"),
             Cli::Pi => ("pi", "read"),
         };
-        let policy = sandbox.root().join("policy.json");
+        let bundle = sandbox.root().join("bundle");
+        std::fs::create_dir_all(&bundle)?;
+        std::fs::write(bundle.join("tools.json"), r#"{"tools": []}"#)?;
+        let policy = bundle.join("policy.json");
         let text = json!({"harness": harness, "workspace": work, "tools": [tool], "typed": []});
         std::fs::write(&policy, text.to_string())?;
         let link = work.join("link.txt");
@@ -158,8 +163,14 @@ impl GateScenario {
                 command.args(["--no-session-persistence", "--system-prompt", SYSTEM_PROMPT]);
             }
             Cli::Pi => {
-                let extension = workspace_root().join("fixtures/pi/gate-extension.mjs");
-                command.env("MOSAIC_GATE", &self.gate).env("MOSAIC_POLICY", &self.policy);
+                let extension =
+                    workspace_root().join("crates/harness-adapters/assets/pi/extension.mjs");
+                let root = self.sandbox.root();
+                command
+                    .env("MOSAIC_GATE", &self.gate)
+                    .env("MOSAIC_BUNDLE", root.join("bundle"))
+                    .env("MOSAIC_TOOLS_SOCK", root.join("tools.sock"))
+                    .env("MOSAIC_TURN_MARKER", root.join("turn.marker"));
                 command.args(["-p", "--model", PI_MODEL_ARG, "--thinking", "off", "--no-skills"]);
                 command.args(["--no-extensions", "--no-context-files", "--no-prompt-templates"]);
                 command.args(["--no-themes", "-e"]).arg(extension);
