@@ -28,10 +28,11 @@ use nix::unistd::{Pid, mkfifo};
 
 use crate::process;
 
-const USAGE: &str = "usage: cargo xtask bench [--runs N] [--only gate|bundle|runner|unslop|tools]";
+const USAGE: &str =
+    "usage: cargo xtask bench [--runs N] [--only gate|bundle|runner|unslop|tools|load]";
 
 /// The sections, in the order a full run measures them.
-const SECTIONS: [&str; 5] = ["gate", "bundle", "runner", "unslop", "tools"];
+const SECTIONS: [&str; 6] = ["gate", "bundle", "runner", "unslop", "tools", "load"];
 
 /// Runs of each process timed, unless `--runs` says otherwise.
 const DEFAULT_RUNS: usize = 500;
@@ -83,6 +84,7 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
             "bundle" => crate::bench_bundle::run(root)?,
             "runner" => crate::bench_runner::run(root)?,
             "unslop" => crate::bench_unslop::run(root, runs)?,
+            "load" => crate::bench_load::run(root)?,
             _ => crate::bench_tools::run(root, runs)?,
         }
     }

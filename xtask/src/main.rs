@@ -7,12 +7,14 @@
 
 mod bench;
 mod bench_bundle;
+mod bench_load;
 mod bench_runner;
 mod bench_tools;
 mod bench_unslop;
 mod ci;
 mod demo;
 mod dist;
+mod fuzz;
 mod process;
 mod setup;
 mod verify_pi;
@@ -36,6 +38,8 @@ commands:
   dist    --prefix DIR: install the release binaries and assets in the layout bundles point into
   ci      the test command: setup, cargo fmt --check, clippy -D warnings, cargo test
           with HARNESS_REQUIRE_CLIS=1; stops at the first failure
+  fuzz    random trees and calls for both harnesses against the kernel's resolution; fails on
+          any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
   verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
           file hashes, Pi's own functions on a generated corpus, and NFD for every scalar";
 
@@ -63,6 +67,7 @@ fn run() -> Result<()> {
         ["verify-pi"] => verify_pi::run(&workspace_root()?),
         ["demo", args @ ..] => demo::run(&workspace_root()?, args),
         ["dist", args @ ..] => dist::run(&workspace_root()?, args),
+        ["fuzz", args @ ..] => fuzz::run(args),
         _ => bail!("unknown command line `{}`\n\n{USAGE}", args.join(" ")),
     }
 }

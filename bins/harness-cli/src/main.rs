@@ -31,7 +31,16 @@ enum Failure {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `args_os`: `std::env::args` panics on an argument that is not UTF-8.
+    let args: Result<Vec<String>, _> =
+        std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect();
+    let args = match args {
+        Ok(args) => args,
+        Err(arg) => {
+            eprintln!("harness: the argument {arg:?} is not UTF-8\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
         [] | ["help" | "-h" | "--help"] => {

@@ -5,7 +5,10 @@
 //! allows; exit 2 blocks with a one-line reason on stderr. Everything that is not a clean allow
 //! (bad arguments, an unreadable policy, bad JSON, a panic) exits 2: the gate fails closed.
 
+use std::ffi::OsStr;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use harness_gate::{Decision, Policy, ToolCall, decide};
@@ -42,16 +45,20 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_args() -> Result<(Mode, String), String> {
-    let mut args = std::env::args().skip(1);
-    let mode = match args.next().as_deref() {
+fn parse_args() -> Result<(Mode, PathBuf), String> {
+    // `args_os`: `std::env::args` panics on an argument that is not UTF-8.
+    let mut args = std::env::args_os().skip(1);
+    let mode = match args.next().as_deref().and_then(OsStr::to_str) {
         Some("check") => Mode::Check,
         Some("claude-hook") => Mode::ClaudeHook,
         _ => return Err(USAGE.to_owned()),
     };
-    let policy = match (args.next().as_deref(), args.next()) {
-        (Some("--policy"), Some(path)) => path,
-        (Some(flag), None) if flag.starts_with("--policy=") => flag["--policy=".len()..].to_owned(),
+    let policy = match (args.next(), args.next()) {
+        (Some(flag), Some(path)) if flag == "--policy" => PathBuf::from(path),
+        (Some(flag), None) => match flag.as_bytes().strip_prefix(b"--policy=") {
+            Some(path) => PathBuf::from(OsStr::from_bytes(path)),
+            None => return Err(USAGE.to_owned()),
+        },
         _ => return Err(USAGE.to_owned()),
     };
     if args.next().is_some() {

@@ -2,9 +2,23 @@
 //!
 //! Exit codes (spec, "The runner"): 0 stopped, 2 bad run directory or stdin, 20 founder
 //! credentials, 21 role.claim refused, 22 the capability or claim stopped working, 23 the broker
-//! unreachable.
+//! unreachable. A panic on any thread stops the session as a signal does (the turn's group
+//! killed, the role released) and then exits 101, Rust's code for a panic, outside the table.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The exit code after a panic: Rust's own, so a panic on the main thread, which unwinds out of
+/// `main`, ends with the same code as one on another thread.
+const PANIC_EXIT: u8 = 101;
+
+/// Set only by this binary's tests: a path; once something is there, a thread of the runner
+/// panics, to prove that a panic on another thread than the main one still ends the session.
+const PANIC_FOR_TEST: &str = "HARNESS_RUNNER_PANIC_FOR_TEST";
+
+/// Set by the panic hook.
+static PANICKED: AtomicBool = AtomicBool::new(false);
 
 fn main() -> ExitCode {
     // First of all: as PID 1 of its own namespace the runner sees only signals it handles.
@@ -15,6 +29,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A panic on a thread other than the main one would otherwise end only that thread (a tool
+    // call's, the tool socket's): the hook turns it into a stop, so the main loop kills the
+    // turn's group, releases the role, removes the tool socket, and `main` exits 101.
+    let hook_stop = stop.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICKED.store(true, Ordering::SeqCst);
+        hook_stop.store(true, Ordering::SeqCst);
+        let text = info.to_string().replace('\n', " ");
+        eprintln!("harness-runner: panicked: {text} (stopping; exit {PANIC_EXIT})");
+    }));
+    if let Some(path) = std::env::var_os(PANIC_FOR_TEST) {
+        std::thread::spawn(move || {
+            while std::fs::symlink_metadata(&path).is_err() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("{PANIC_FOR_TEST}: {} appeared", path.display());
+        });
+    }
     let mut args = std::env::args_os().skip(1);
     let (Some(run_dir), None) = (args.next(), args.next()) else {
         eprintln!(
@@ -27,7 +59,14 @@ fn main() -> ExitCode {
         stop,
         env: harness_runner::environment(),
     };
-    match harness_runner::run(&config, std::io::BufReader::new(std::io::stdin())) {
+    let result = harness_runner::run(&config, std::io::BufReader::new(std::io::stdin()));
+    if PANICKED.load(Ordering::SeqCst) {
+        if let Err(error) = result {
+            eprintln!("harness-runner: {error}");
+        }
+        return ExitCode::from(PANIC_EXIT);
+    }
+    match result {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!(

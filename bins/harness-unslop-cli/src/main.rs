@@ -9,7 +9,9 @@
 //! session (and for Claude Code's Stop hook, exit 2 would make the agent go on). What went wrong
 //! is logged as `hook_failed`, or said on stderr when there is no log.
 
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,7 +22,7 @@ const USAGE: &str = "usage: harness-unslop (claude-stop | claude-prompt | pi-age
 
 fn main() -> ExitCode {
     let log = std::env::var_os(LOG_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let output = match parse_args(std::env::args().skip(1).collect()) {
+    let output = match parse_args(std::env::args_os().skip(1).collect()) {
         Ok((hook, lists)) => {
             let lists = lists.or_else(|| {
                 std::env::var_os(LISTS_ENV).filter(|v| !v.is_empty()).map(PathBuf::from)
@@ -40,15 +42,23 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn parse_args(args: Vec<String>) -> Result<(Hook, Option<PathBuf>), String> {
+/// Reads the arguments as `OsString`s: `std::env::args` panics on one that is not UTF-8, and a
+/// hook must exit 0 whatever it is given.
+fn parse_args(args: Vec<OsString>) -> Result<(Hook, Option<PathBuf>), String> {
     let mut args = args.into_iter();
-    let hook = args.next().as_deref().and_then(Hook::from_name).ok_or_else(|| USAGE.to_owned())?;
+    let hook = args
+        .next()
+        .as_deref()
+        .and_then(OsStr::to_str)
+        .and_then(Hook::from_name)
+        .ok_or_else(|| USAGE.to_owned())?;
     let lists = match (args.next(), args.next()) {
         (None, _) => None,
         (Some(flag), Some(path)) if flag == "--lists" => Some(PathBuf::from(path)),
-        (Some(flag), None) if flag.starts_with("--lists=") => {
-            Some(PathBuf::from(&flag["--lists=".len()..]))
-        }
+        (Some(flag), None) => match flag.as_bytes().strip_prefix(b"--lists=") {
+            Some(path) => Some(PathBuf::from(OsStr::from_bytes(path))),
+            None => return Err(USAGE.to_owned()),
+        },
         _ => return Err(USAGE.to_owned()),
     };
     if args.next().is_some() {

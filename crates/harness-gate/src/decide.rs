@@ -308,10 +308,29 @@ fn has_dot_dot(text: &str) -> bool {
     text.split('/').any(|segment| segment == "..")
 }
 
-/// JavaScript's `String.prototype.trim` white space, with Rust's added: trimming more only adds
-/// candidates, and every candidate must pass.
+/// JavaScript's `String.prototype.trim` white space (WhiteSpace and LineTerminator): what
+/// Claude Code's own trim removes.
+fn is_js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}'..='\u{d}'
+            | ' '
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+            | '\u{feff}'
+    )
+}
+
+/// JavaScript's white space with Rust's added (U+0085): a trim in another runtime. It does not
+/// replace JavaScript's own: a path that ends in U+0085 keeps it in Claude Code's trim.
 fn is_trimmed_space(c: char) -> bool {
-    c.is_whitespace() || c == '\u{FEFF}'
+    is_js_space(c) || c.is_whitespace()
 }
 
 /// The forms of a path argument the harness may turn it into before resolving it.
@@ -329,24 +348,39 @@ fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
             Ok(vec![pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?])
         }
         // Claude Code trims the path and expands `~` itself (CLIS.md §4): check the path as
-        // given and as trimmed, each with `~` expanded.
+        // given, as JavaScript trims it, and trimmed of Rust's white space too, each with `~`
+        // expanded both folded and as text.
         Harness::ClaudeCode => {
-            let mut forms = Vec::with_capacity(2);
-            for form in [raw, raw.trim_matches(is_trimmed_space)] {
+            let mut forms = Vec::with_capacity(3);
+            for form in [raw, raw.trim_matches(is_js_space), raw.trim_matches(is_trimmed_space)] {
                 if form.is_empty() {
                     return Err(block(Rule::BadPath, format!("the path {raw:?} is blank")));
                 }
                 let options = NormalizeOptions::default();
-                let expanded = if form == "~" || form.starts_with("~/") {
-                    pi_paths::normalize_path(form, options, home).map_err(bad)?
+                if form == "~" || form.starts_with("~/") {
+                    push_unique(
+                        &mut forms,
+                        pi_paths::normalize_path(form, options, home).map_err(bad)?,
+                    );
+                    push_unique(&mut forms, unfolded_tilde(form, home).map_err(bad)?);
                 } else {
-                    form.to_owned()
-                };
-                push_unique(&mut forms, expanded);
+                    push_unique(&mut forms, form.to_owned());
+                }
             }
             Ok(forms)
         }
     }
+}
+
+/// `~` or `~/rest` expanded as text, `..` left in place: how Claude Code's expansion reads if it
+/// does not fold (it is known only from strings in its binary, CLIS.md §4), so that the kernel's
+/// reading of a `..` after a symlink is checked too.
+fn unfolded_tilde(form: &str, home: Option<&str>) -> Result<String, pi_paths::PiPathError> {
+    let home = home.ok_or(pi_paths::PiPathError::NoHome)?;
+    Ok(match form.strip_prefix("~/") {
+        Some(rest) => format!("{home}/{rest}"),
+        None => home.to_owned(),
+    })
 }
 
 fn path_candidates(policy: &Policy, raw: &str) -> Result<Candidates, Block> {
@@ -450,16 +484,19 @@ fn check_pattern(policy: &Policy, raw: &str, bases: &[String]) -> Result<(), Blo
         // Only the search directory itself, which was checked as the tool's path.
         return Ok(());
     }
-    let literal = if literal == "~" || literal.starts_with("~/") {
-        pi_paths::normalize_path(&literal, NormalizeOptions::default(), policy.home.as_deref())
-            .map_err(|error| {
-                block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {error}"))
-            })?
-    } else {
-        literal
-    };
     let mut primary = Vec::new();
-    if node_path::is_absolute(&literal) {
+    if literal == "~" || literal.starts_with("~/") {
+        let home = policy.home.as_deref();
+        let refused =
+            |error| block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {error}"));
+        // Folded as Pi's normalizePath does, and as text with `..` left for the kernel.
+        let folded = pi_paths::normalize_path(&literal, NormalizeOptions::default(), home)
+            .map_err(refused)?;
+        let unfolded = unfolded_tilde(&literal, home).map_err(refused)?;
+        let mut lexical = Vec::new();
+        add_candidates(policy, &folded, &mut primary, &mut lexical);
+        add_candidates(policy, &unfolded, &mut primary, &mut lexical);
+    } else if node_path::is_absolute(&literal) {
         let mut lexical = Vec::new();
         add_candidates(policy, &literal, &mut primary, &mut lexical);
     } else {

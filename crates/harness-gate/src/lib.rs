@@ -12,6 +12,10 @@
 
 mod call;
 mod decide;
+/// Random trees and calls against a kernel oracle; only with the `fuzzing` feature, since it
+/// writes trees (`cargo xtask fuzz`, and this crate's own tests).
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 mod node_path;
 mod pattern;
 mod pi_paths;

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use rmcp::RoleServer;
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -101,6 +102,11 @@ where
     }
 }
 
+/// Reads the params of a `tools/call` request as rmcp's handler will.
+fn call_params(request: &Value) -> Result<CallToolRequestParams, serde_json::Error> {
+    serde_json::from_value(request.get("params").cloned().unwrap_or(Value::Null))
+}
+
 /// What [`LineTransport::read_line`] read.
 enum Line {
     /// One line, newline included.
@@ -168,6 +174,18 @@ where
             }
             if !self.initialize_seen && !is_request {
                 // rmcp ends the session on anything but a request before `initialize`.
+                continue;
+            }
+            if let (Some(id), Some("tools/call")) = (&id, method.as_deref())
+                && let Err(error) = call_params(&value)
+            {
+                // rmcp reads a `tools/call` whose params do not fit as a custom request and
+                // answers "method not found"; the params are what is wrong.
+                self.send_error(
+                    id.clone(),
+                    -32602,
+                    format!("Invalid params for tools/call: {error}"),
+                );
                 continue;
             }
             match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {

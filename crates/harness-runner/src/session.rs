@@ -82,6 +82,8 @@ pub fn run<R: BufRead + Send + 'static>(
         }
     };
     let run = load_run(&config.run_dir)?;
+    // Before anything is written in the run directory or claimed: one runner per run directory.
+    let _lock = crate::lock::lock_run_dir(&run.dir)?;
     let policy = std::fs::read(run.bundle.join("policy.json")).map_err(|error| {
         RunError::BadRun(format!("cannot read the bundle's policy.json: {error}"))
     })?;
@@ -95,10 +97,13 @@ pub fn run<R: BufRead + Send + 'static>(
         timeout: BROKER_TIMEOUT,
     }));
     let mut session = Session::new(&run, cap, broker, &config.stop);
+    // Bound (not yet served) before the claim, so a path held by something else ends the run
+    // with exit 2 and nothing claimed; dropped unserved, it removes its socket file.
+    let socket = session.bind_socket()?;
     if !session.claim()? {
         return Ok(Stopped::BeforeClaim);
     }
-    let result = session.serve();
+    let result = session.serve(socket);
     session.release();
     result.map(|()| Stopped::Released)
 }
@@ -264,7 +269,8 @@ impl<'a> Session<'a> {
         Err(RunError::BrokerUnreachable("role.claim got no answer".to_owned()))
     }
 
-    /// Releases the role, once, best effort: the run is ending either way.
+    /// Releases the role, once, best effort: the run is ending either way. (The tool socket
+    /// removes its own file, and only if that file is still the socket it bound.)
     fn release(&mut self) {
         if self.claimed {
             self.claimed = false;
@@ -272,10 +278,11 @@ impl<'a> Session<'a> {
                 eprintln!("harness-runner: role.release failed: {error}");
             }
         }
-        let _ = std::fs::remove_file(self.run.dir.join("tools.sock"));
     }
 
-    fn serve(&mut self) -> Result<(), RunError> {
+    /// Binds `RUN/tools.sock`: a stale socket there is replaced; a live socket, a file, a
+    /// directory or a link is left alone and ends the run (exit 2).
+    fn bind_socket(&self) -> Result<ToolSocket, RunError> {
         let launch: Arc<dyn harness_tools::Backend> = match &self.run.file.launch_socket {
             Some(socket) => Arc::new(LaunchTool::new(socket.clone())),
             None => Arc::new(NotAvailable),
@@ -285,13 +292,16 @@ impl<'a> Session<'a> {
             None => Arc::new(NotAvailable),
         };
         let backends = Backends { broker: self.broker.clone(), launch, git };
-        let socket = ToolSocket::bind(ToolSocketConfig {
+        ToolSocket::bind(ToolSocketConfig {
             path: self.run.dir.join("tools.sock"),
             tools: self.run.tools.clone(),
             capability: self.cap.clone(),
             backends,
         })
-        .map_err(|error| RunError::BadRun(format!("cannot serve the tool socket: {error}")))?;
+        .map_err(|error| RunError::BadRun(format!("cannot serve the tool socket: {error}")))
+    }
+
+    fn serve(&mut self, socket: ToolSocket) -> Result<(), RunError> {
         let socket = socket
             .spawn()
             .map_err(|error| RunError::BadRun(format!("cannot serve the tool socket: {error}")))?;
@@ -308,6 +318,11 @@ impl<'a> Session<'a> {
         let mut failures = 0u32;
         loop {
             if self.stopped() {
+                if let Some(reply) = pending.take() {
+                    // Stopped while the broker had not taken it: the message stays unread (the
+                    // next runner answers it again) and this RESULT is kept, not dropped.
+                    self.keep_unsent(&reply, "the runner was stopped before the broker took it");
+                }
                 return Ok(());
             }
             if let Some(reply) = pending.take() {
@@ -318,19 +333,17 @@ impl<'a> Session<'a> {
                         failures = 0;
                     }
                     Err(SendError::Retry(error)) => {
+                        if let Err(end) = self.unreachable(&mut failures, &error) {
+                            self.keep_unsent(&reply, "the broker stayed unreachable");
+                            return Err(end);
+                        }
                         pending = Some(reply);
-                        self.unreachable(&mut failures, &error)?;
                         continue;
                     }
                     Err(SendError::Refused(code)) => {
                         // The reply cannot be delivered: keep it for the operator, keep its note
                         // for the next reply, and go on.
-                        let unsent = self.run.dir.join(format!("turns/{:04}.unsent", reply.turn));
-                        let _ = write_private(&unsent, reply.result.text().as_bytes());
-                        eprintln!(
-                            "harness-runner: message.send refused ({code}); the reply is in {}",
-                            unsent.display()
-                        );
+                        self.keep_unsent(&reply, &format!("message.send refused ({code})"));
                         after = Some(reply.message.id.clone());
                     }
                 }
@@ -449,6 +462,19 @@ impl<'a> Session<'a> {
         let text = format!("{block}\n{}{}\n", request::header(message), message.text);
         write_private(&files.request, text.as_bytes())?;
         run_turn(self.run, &files, session_id, self.stop)
+    }
+
+    /// Keeps a RESULT the broker did not take in `turns/NNNN.unsent` and says so on stderr.
+    fn keep_unsent(&self, reply: &Pending, why: &str) {
+        let unsent = self.run.dir.join(format!("turns/{:04}.unsent", reply.turn));
+        let kept = match write_private(&unsent, reply.result.text().as_bytes()) {
+            Ok(()) => format!("it is kept in {}", unsent.display()),
+            Err(error) => format!("it could not be kept: {error}"),
+        };
+        eprintln!(
+            "harness-runner: the RESULT to message {} was not delivered: {why}; {kept}",
+            reply.message.id
+        );
     }
 
     fn send(&self, reply: &Pending) -> Result<(), SendError> {

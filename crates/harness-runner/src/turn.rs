@@ -119,6 +119,15 @@ pub(crate) fn kill_group(group: u32) {
     }
 }
 
+/// Kills the process group it holds when dropped, so the adapter never outlives its turn.
+struct GroupGuard(u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 /// Runs one turn with the request text already written to `files.request`.
 pub(crate) fn run_turn(
     run: &Run,
@@ -152,6 +161,9 @@ pub(crate) fn run_turn(
         }
     };
     let group = child.id();
+    // Every return below kills the group already; the guard covers a panic on this thread
+    // mid-turn, which unwinds past them (docs/reliability.md).
+    let _group = GroupGuard(group);
     let reader = child.stdout.take().map(|mut stdout| {
         let (sender, receiver) = std::sync::mpsc::channel();
         std::thread::spawn(move || {

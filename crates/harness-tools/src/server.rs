@@ -115,6 +115,9 @@ pub enum ServerError {
     /// Something other than a socket is at the path.
     #[error("{0} exists and is not a socket; the tool socket will not replace it")]
     NotASocket(PathBuf),
+    /// A live socket is at the path: another process accepts connections on it.
+    #[error("{0} is a live socket another process serves; the tool socket will not take it over")]
+    InUse(PathBuf),
     /// A step of binding failed.
     #[error("cannot bind the tool socket at {path}: {what}: {source}")]
     Bind {
@@ -143,10 +146,12 @@ struct Shared {
     connections: AtomicUsize,
 }
 
-/// A bound tool socket, not yet serving.
+/// A bound tool socket, not yet serving. Dropping it (unspawned) removes the socket file.
 pub struct ToolSocket {
     listener: UnixListener,
     path: PathBuf,
+    /// The bound socket's device and inode: only that file is ever removed.
+    identity: (u64, u64),
     shared: Arc<Shared>,
 }
 
@@ -162,6 +167,7 @@ impl std::fmt::Debug for ToolSocket {
 #[derive(Debug)]
 pub struct RunningToolSocket {
     path: PathBuf,
+    identity: (u64, u64),
     /// The listener, shared with the accept thread, to wake it with `shutdown(2)`.
     waker: Option<UnixListener>,
     stopping: Arc<AtomicBool>,
@@ -169,14 +175,15 @@ pub struct RunningToolSocket {
 }
 
 impl ToolSocket {
-    /// Binds `config.path` with mode 0600 (a stale socket there is replaced; anything else
-    /// is an error).
+    /// Binds `config.path` with mode 0600. A stale socket there (one nobody accepts on) is
+    /// replaced; a live socket ([`ServerError::InUse`]) and anything that is not a socket
+    /// ([`ServerError::NotASocket`]) are left alone and refused.
     pub fn bind(config: ToolSocketConfig) -> Result<Self, ServerError> {
         let ToolSocketConfig { path, tools, capability, backends } = config;
-        let listener = bind_private(&path)?;
+        let (listener, identity) = bind_private(&path)?;
         let shared =
             Arc::new(Shared { tools, capability, backends, connections: AtomicUsize::new(0) });
-        Ok(Self { listener, path, shared })
+        Ok(Self { listener, path, identity, shared })
     }
 
     /// Returns the socket's path.
@@ -188,12 +195,13 @@ impl ToolSocket {
     pub fn spawn(self) -> io::Result<RunningToolSocket> {
         let stopping = Arc::new(AtomicBool::new(false));
         let path = self.path.clone();
+        let identity = self.identity;
         let waker = self.listener.try_clone().ok();
         let thread = thread::Builder::new().name("tool-socket".into()).spawn({
             let stopping = stopping.clone();
             move || self.accept_loop(&stopping)
         })?;
-        Ok(RunningToolSocket { path, waker, stopping, thread: Some(thread) })
+        Ok(RunningToolSocket { path, identity, waker, stopping, thread: Some(thread) })
     }
 
     fn accept_loop(self, stopping: &AtomicBool) {
@@ -252,7 +260,58 @@ impl RunningToolSocket {
             let _ = UnixStream::connect(&self.path);
         }
         let _ = thread.join();
-        let _ = fs::remove_file(&self.path);
+        remove_if_ours(&self.path, self.identity);
+    }
+}
+
+impl Drop for ToolSocket {
+    fn drop(&mut self) {
+        // Unspawned, or the accept loop ended: the socket file goes with the listener.
+        remove_if_ours(&self.path, self.identity);
+    }
+}
+
+/// Removes `path` if and only if it is still the socket this process bound (same device and
+/// inode): a file someone else put there since is never deleted.
+fn remove_if_ours(path: &Path, identity: (u64, u64)) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(meta) = fs::symlink_metadata(path)
+        && (meta.dev(), meta.ino()) == identity
+    {
+        let _ = fs::remove_file(path);
+    }
+}
+
+/// What is at a socket path that exists.
+enum Probe {
+    /// Nobody accepts on it (`ECONNREFUSED`): a stale socket, safe to replace.
+    Stale,
+    /// Gone meanwhile.
+    Gone,
+    /// Someone accepts on it, or its backlog is full, or it cannot be told: left alone.
+    Live,
+}
+
+/// Connects to the socket at `path` without blocking, to tell a stale socket from a live one.
+fn probe(path: &Path) -> Probe {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
+    let socket = match rustix::net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    ) {
+        Ok(socket) => socket,
+        Err(_) => return Probe::Live,
+    };
+    let address = match SocketAddrUnix::new(path) {
+        Ok(address) => address,
+        Err(_) => return Probe::Live,
+    };
+    match rustix::net::connect(&socket, &address) {
+        Err(rustix::io::Errno::CONNREFUSED) => Probe::Stale,
+        Err(rustix::io::Errno::NOENT) => Probe::Gone,
+        Ok(()) | Err(_) => Probe::Live,
     }
 }
 
@@ -262,13 +321,19 @@ impl Drop for RunningToolSocket {
     }
 }
 
-/// Binds a listener at `path` that is never reachable with a mode wider than 0600.
-fn bind_private(path: &Path) -> Result<UnixListener, ServerError> {
+/// Binds a listener at `path` that is never reachable with a mode wider than 0600; returns it
+/// with the socket file's device and inode.
+fn bind_private(path: &Path) -> Result<(UnixListener, (u64, u64)), ServerError> {
+    use std::os::unix::fs::MetadataExt;
     let bind_error = |what| move |source| ServerError::Bind { path: path.to_owned(), what, source };
     match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_socket() => {
-            fs::remove_file(path).map_err(bind_error("removing a stale socket"))?;
-        }
+        Ok(meta) if meta.file_type().is_socket() => match probe(path) {
+            Probe::Stale => {
+                fs::remove_file(path).map_err(bind_error("removing a stale socket"))?;
+            }
+            Probe::Gone => {}
+            Probe::Live => return Err(ServerError::InUse(path.to_owned())),
+        },
         Ok(_) => return Err(ServerError::NotASocket(path.to_owned())),
         Err(error) if error.kind() == io::ErrorKind::NotFound => {}
         Err(error) => return Err(bind_error("looking at the path")(error)),
@@ -296,8 +361,17 @@ fn bind_private(path: &Path) -> Result<UnixListener, ServerError> {
         if mode != 0o600 {
             return Err(ServerError::Mode { path: path.to_owned(), mode });
         }
-        fs::rename(&inner, path).map_err(bind_error("renaming into place"))?;
-        Ok(listener)
+        let meta = fs::symlink_metadata(&inner).map_err(bind_error("reading its identity"))?;
+        // No replacing rename: something that appeared at the path meanwhile is left alone.
+        rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            &inner,
+            rustix::fs::CWD,
+            path,
+            rustix::fs::RenameFlags::NOREPLACE,
+        )
+        .map_err(|errno| bind_error("renaming into place")(errno.into()))?;
+        Ok((listener, (meta.dev(), meta.ino())))
     })();
     let _ = fs::remove_dir_all(&private);
     bound

@@ -10,12 +10,12 @@ fn workspace_root() -> std::path::PathBuf {
 }
 
 #[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
-fn harness(args: &[&str]) -> Output {
+pub(crate) fn harness(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_harness")).args(args).env_clear().output().unwrap()
 }
 
 /// A fake install prefix and a request file for `resolved` on `route`.
-fn setup(dir: &Path, resolved: &str, route: &str) -> std::path::PathBuf {
+pub(crate) fn setup(dir: &Path, resolved: &str, route: &str) -> std::path::PathBuf {
     let prefix = dir.join("prefix");
     for (file, text) in [
         ("bin/harness-gate", "gate"),

@@ -1,3 +1,4 @@
 mod bundle;
+mod garbage;
 mod real_claude_bundle;
 mod unslop;

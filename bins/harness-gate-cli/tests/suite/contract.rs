@@ -5,15 +5,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-struct Fixture {
+pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
-    root: PathBuf,
+    pub(crate) root: PathBuf,
 }
 
 impl Fixture {
     /// `root/ws/inside.txt`, `root/ws/y -> ../secret`, `root/secret`, and a directory `root/cwd`
     /// whose `inside.txt` is a link to the secret and whose `y` is a plain file.
-    fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("ws")).unwrap();
@@ -26,7 +26,7 @@ impl Fixture {
         Fixture { _dir: dir, root }
     }
 
-    fn policy(&self, harness: &str) -> PathBuf {
+    pub(crate) fn policy(&self, harness: &str) -> PathBuf {
         let path = self.root.join(format!("policy-{harness}.json"));
         let tools = if harness == "pi" { r#"["read","write"]"# } else { r#"["Read","Write"]"# };
         let text = format!(
@@ -37,7 +37,7 @@ impl Fixture {
         path
     }
 
-    fn write(&self, name: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.root.join(name);
         std::fs::write(&path, text).unwrap();
         path
@@ -45,7 +45,7 @@ impl Fixture {
 }
 
 #[expect(clippy::disallowed_methods, reason = "the test runs the gate binary")]
-fn gate(args: &[&str], cwd: &Path, stdin: &[u8], env: &[(&str, &str)]) -> Output {
+pub(crate) fn gate(args: &[&str], cwd: &Path, stdin: &[u8], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_harness-gate"))
         .args(args)
         .current_dir(cwd)
@@ -74,7 +74,7 @@ fn feed(child: &mut std::process::Child, stdin: &[u8]) {
 
 /// Asserts the exit code, and for a block a single line on stderr naming `reason`.
 #[track_caller]
-fn expect(output: &Output, code: i32, reason: &str) {
+pub(crate) fn expect(output: &Output, code: i32, reason: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
     assert!(output.stdout.is_empty(), "stdout must stay empty: {:?}", output.stdout);

@@ -1,3 +1,4 @@
+mod garbage;
 mod protocol;
 mod real_claude;
 mod session;

@@ -15,23 +15,28 @@ use super::session::{CAP, Session, mcp_binary};
 
 const DISCOVER: &str = r#"{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","title":"Claude Code","version":"2.1.296"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{"form":{},"url":{}}}}}}"#;
 const INITIALIZE: &str = r#"{"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true},"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"claude-code","version":"2.1.296"}},"jsonrpc":"2.0","id":0}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+pub(crate) const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// The server as a child process, with its stdout lines on a channel and its stderr kept.
-struct Mcp {
-    child: Child,
-    stdin: Option<ChildStdin>,
+pub(crate) struct Mcp {
+    pub(crate) child: Child,
+    pub(crate) stdin: Option<ChildStdin>,
     lines: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
+    pub(crate) stderr: Arc<Mutex<String>>,
 }
 
 impl Mcp {
+    pub(crate) fn start(session: &Session) -> Self {
+        Self::start_with(session, &[])
+    }
+
     #[expect(clippy::disallowed_methods, reason = "the test drives the real binary")]
-    fn start(session: &Session) -> Self {
+    pub(crate) fn start_with(session: &Session, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(mcp_binary())
             .env_clear()
             .env("MOSAIC_BUNDLE", session.bundle())
             .env("MOSAIC_TOOLS_SOCK", session.tools_sock())
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -59,7 +64,7 @@ impl Mcp {
         Self { child, stdin, lines, stderr }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
@@ -67,7 +72,7 @@ impl Mcp {
     }
 
     /// Returns the next message; every stdout line must be a JSON-RPC 2.0 message.
-    fn next(&self, within: Duration) -> Value {
+    pub(crate) fn next(&self, within: Duration) -> Value {
         let line = self.lines.recv_timeout(within).unwrap_or_else(|error| {
             panic!(
                 "no message within {within:?} ({error}); stderr: {}",
@@ -81,7 +86,7 @@ impl Mcp {
     }
 
     /// Returns the replies until one has `id`, that one last.
-    fn until(&self, id: &Value) -> Vec<Value> {
+    pub(crate) fn until(&self, id: &Value) -> Vec<Value> {
         let mut seen = Vec::new();
         loop {
             let message = self.next(Duration::from_secs(10));
@@ -93,7 +98,7 @@ impl Mcp {
         }
     }
 
-    fn handshake(&mut self) {
+    pub(crate) fn handshake(&mut self) {
         self.send(DISCOVER);
         // An answer, not silence: Claude Code waits 2.5 s for one that never comes.
         let reply = self.next(Duration::from_secs(2));
@@ -107,7 +112,7 @@ impl Mcp {
         self.send(INITIALIZED);
     }
 
-    fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

@@ -2,7 +2,8 @@
 //! install layout fake but for the adapter script, which each test chooses), a scripted broker,
 //! and the runner binary started on it.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ case "${TEST_MODE:-ok}" in
   fail) echo "boom" >&2; exit 3 ;;
   nomarker) echo "no marker written" ;;
   hang) sleep 300 & echo $! > "$MOSAIC_RUN/bg.pid"; sleep 300 ;;
+  pids) sleep 300 & echo "$! $$" > "$MOSAIC_RUN/pids.tmp"; mv "$MOSAIC_RUN/pids.tmp" "$MOSAIC_RUN/pids"; sleep 300 ;;
   env) env > "$MOSAIC_RUN/adapter.env"; printf done > "$MOSAIC_TURN_MARKER"; echo env ;;
   slop) printf done > "$MOSAIC_TURN_MARKER"
     printf '%s\n' '{"ts":"2026-11-30T03:00:00.000Z","harness":"pi","event":"flagged","reply_chars":26,"reply_start":"Let us delve into the plan","findings":[{"id":"delve","source":"Kobak et al. 2024","match":"delve"}]}' >> "$MOSAIC_UNSLOP_LOG"
@@ -215,4 +217,56 @@ pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// One call on the runner's tool socket: the reply's `ok` and `text`.
+pub(crate) fn tool(run: &Path, name: &str, args: Value) -> (bool, String) {
+    let mut stream = UnixStream::connect(run.join("tools.sock")).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream.write_all(format!("{}\n", json!({"tool": name, "args": args})).as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).unwrap();
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    (reply["ok"] == true, reply["text"].as_str().unwrap().to_owned())
+}
+
+/// Starts the runner and waits for its first poll.
+pub(crate) fn start(fx: &Fixture, env: &[(&str, &str)]) -> std::process::Child {
+    let polls = fx.broker.calls_of("message.read").len();
+    let child = fx.spawn(env);
+    wait_until(Duration::from_secs(30), "the runner polling", || {
+        fx.broker.calls_of("message.read").len() > polls
+    });
+    child
+}
+
+/// What a runner that has exited left in its run directory that it must not: the tool socket,
+/// a private bind directory, a git bundle in `tmp/`, a process naming the run directory.
+pub(crate) fn leftovers(run: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(run).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "tools.sock" || name.starts_with(".tools-sock-") {
+            found.push(name);
+        }
+    }
+    if let Ok(tmp) = std::fs::read_dir(run.join("tmp")) {
+        found.extend(tmp.flatten().map(|entry| format!("tmp/{}", entry.file_name().display())));
+    }
+    let needle = run.display().to_string();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let live = pid.parse::<u32>().is_ok_and(alive);
+        if live && String::from_utf8_lossy(&cmdline).contains(&needle) {
+            found.push(format!("process {pid}: {}", String::from_utf8_lossy(&cmdline)));
+        }
+    }
+    found
+}
+
+#[track_caller]
+pub(crate) fn assert_clean(run: &Path) {
+    let found = leftovers(run);
+    assert!(found.is_empty(), "left behind: {found:?}");
 }

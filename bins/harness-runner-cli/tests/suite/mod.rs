@@ -1,6 +1,9 @@
 mod exits;
+mod faults;
 mod fixture;
+mod garbage;
 mod git_tools;
+mod load;
 mod real_sessions;
 mod s0_lines;
 mod turns;

@@ -1,2 +1,3 @@
 mod contract;
+mod garbage;
 mod real_clis;

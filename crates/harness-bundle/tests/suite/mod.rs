@@ -1,3 +1,4 @@
+mod disk_full;
 mod env;
 mod props;
 mod refusals;

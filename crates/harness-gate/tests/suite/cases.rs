@@ -384,3 +384,19 @@ fn proc_magic_links_are_refused() {
     check(BASIC, r#"claude Read {"file_path":"/dev/fd/0"}"#, "block through-proc");
     check("ws/fd -> /proc/self/fd", r#"pi read {"path":"fd/3"}"#, "block through-proc");
 }
+
+#[test]
+fn claude_tilde_dotdot_through_symlink_escapes_the_kernels_way() {
+    // Claude Code expands `~` itself; if it does so as text without folding `..`, the kernel
+    // follows `link` first and lands in outside/x.
+    let tree = "ws/x\nws/link -> ../outside/d\noutside/d/\noutside/x\nhome/";
+    check(tree, r#"claude Read {"file_path":"~/../ws/link/../x"}"#, "block outside-workspace");
+}
+
+#[test]
+fn nel_after_claude_path_survives_javascript_trim() {
+    // JavaScript's trim keeps U+0085, Rust's drops it: Claude Code writes "out/link\u{85}", a
+    // new name beside the link, outside, while the path trimmed the Rust way leads inside.
+    let tree = "ws/a.txt\nout/link -> ../ws";
+    check(tree, r#"claude Write {"file_path":" $ROOT/out/link\u0085"}"#, "block outside-workspace");
+}

@@ -1,3 +1,4 @@
 mod cases;
+mod fuzz;
 mod props;
 mod tree;

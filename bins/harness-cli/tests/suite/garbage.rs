@@ -1,0 +1,134 @@
+//! Garbage for `harness bundle build --request FILE` (issue 8, docs/reliability.md "Garbage in"):
+//! every request that cannot be used exits 1 with one clear error, and nothing is written next
+//! to `--out` (no bundle, no partial sibling).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::bundle::{harness, setup};
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let good_path = setup(dir.path(), "pm", "primary");
+    let good: Value = serde_json::from_slice(&std::fs::read(&good_path).unwrap()).unwrap();
+    let with = |key: &str, value: Value| {
+        let mut request = good.clone();
+        request[key] = value;
+        request.to_string().into_bytes()
+    };
+    let without = |key: &str| {
+        let mut request = good.clone();
+        request.as_object_mut().unwrap().remove(key);
+        request.to_string().into_bytes()
+    };
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("garbage.json"), b"\xff\xfe").unwrap();
+    std::fs::write(files.join("contract.md"), b"# Contract \xff\n").unwrap();
+    let text = good.to_string();
+    let deep = "[".repeat(100_000);
+    #[rustfmt::skip]
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", Vec::new(), "not a bundle request: EOF while parsing"),
+        ("not json", b"resolved = pm".to_vec(), "not a bundle request: expected value"),
+        ("not UTF-8", b"\xff\xfe".to_vec(), "not a bundle request"),
+        ("truncated", text.as_bytes()[..text.len() / 2].to_vec(), "not a bundle request: EOF while parsing"),
+        ("100k open brackets", deep.clone().into_bytes(), "not a bundle request"),
+        ("deep resolved", format!(r#"{{"resolved": {deep}"#).into_bytes(), "not a bundle request"),
+        ("oversized", [b"{\"contract\": \"".to_vec(), vec![b'x'; 20 << 20]].concat(), "not a bundle request: EOF while parsing"),
+        ("an array", b"[]".to_vec(), "not a bundle request"),
+        ("an unknown field", with("cap", json!("x")), "unknown field `cap`"),
+        ("no session", without("session"), "missing field `session`"),
+        ("route unknown", with("route", json!("sideways")), "not a bundle request"),
+        ("resolved a number", with("resolved", json!(5)), "not a bundle request"),
+        ("resolved not UTF-8", with("resolved", json!(files.join("garbage.json"))), "not a resolved instance"),
+        ("resolved missing", with("resolved", json!(files.join("none.json"))), "none.json"),
+        ("contract missing", with("contract", json!(files.join("none.md"))), "none.md"),
+        ("contract not UTF-8", with("contract", json!(files.join("contract.md"))), "contract.md"),
+        ("harness unknown", with("harness", json!("vim")), "no harness module is called \"vim\""),
+        ("workspace relative", with("session", json!({"run": "r", "launchedBy": "jo", "workspace": "ws"})), "bundle-refused"),
+        ("skillsDir missing", with("skillsDir", json!(files.join("no-skills"))), "skill"),
+        ("install missing", with("install", json!({"prefix": files.join("no-prefix")})), "cannot hash"),
+    ];
+    let out_parent = dir.path().join("out");
+    std::fs::create_dir(&out_parent).unwrap();
+    for (what, bytes, reason) in &cases {
+        let request = files.join("request.json");
+        std::fs::write(&request, bytes).unwrap();
+        let out = out_parent.join("bundle");
+        let built = harness(&[
+            "bundle",
+            "build",
+            "--request",
+            request.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&built.stderr);
+        assert_eq!(built.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.starts_with("harness: error: "), "{what}: {stderr}");
+        assert!(stderr.contains(reason), "{what}: expected {reason:?} in {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{what}: one line: {stderr}");
+        assert!(stderr.len() < 2000, "{what}: {} bytes", stderr.len());
+        assert!(built.stdout.is_empty(), "{what}: {:?}", built.stdout);
+        assert!(listing(&out_parent).is_empty(), "{what}: written: {:?}", listing(&out_parent));
+    }
+    // The request is a directory, or missing.
+    for (what, request) in [("a directory", files.clone()), ("missing", files.join("none"))] {
+        let out = out_parent.join("bundle");
+        let built = harness(&[
+            "bundle",
+            "build",
+            "--request",
+            request.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&built.stderr);
+        assert_eq!(built.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.contains(request.to_str().unwrap()), "{what}: names the file: {stderr}");
+        assert!(listing(&out_parent).is_empty(), "{what}: written: {:?}", listing(&out_parent));
+    }
+    // And the good request still builds.
+    let out = out_parent.join("bundle");
+    let built = harness(&[
+        "bundle",
+        "build",
+        "--request",
+        good_path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert_eq!(listing(&out_parent), ["bundle"]);
+}
+
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
+fn arguments_that_are_not_utf8_are_a_usage_error() {
+    let bad = OsStr::from_bytes(b"/tmp/\xff.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args([OsStr::new("bundle"), OsStr::new("build"), OsStr::new("--request"), bad])
+        .args(["--out", "/nonexistent/bundle"])
+        .env_clear()
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(r#"the argument "/tmp/\xFF.json" is not UTF-8"#), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
