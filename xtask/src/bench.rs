@@ -61,6 +61,61 @@ const WORKSPACE_FILES: &[&str] =
     &["Cargo.toml", "README.md", "src/main.rs", "src/core/lib.rs", "src/core/walk.rs"];
 const READ_INSIDE: &str = "src/core/lib.rs";
 
+/// One line of the summary table every run of `cargo xtask bench` prints and writes: a
+/// benchmark's median, what it is compared against, the ratio, the target and the verdict.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub(crate) section: &'static str,
+    pub(crate) bench: String,
+    pub(crate) median: String,
+    pub(crate) reference: String,
+    pub(crate) ratio: String,
+    pub(crate) target: String,
+    pub(crate) met: bool,
+}
+
+impl Row {
+    pub(crate) fn new(
+        section: &'static str,
+        bench: impl Into<String>,
+        median: impl Into<String>,
+        reference: impl Into<String>,
+        ratio: impl Into<String>,
+        target: impl Into<String>,
+        met: bool,
+    ) -> Self {
+        Self {
+            section,
+            bench: bench.into(),
+            median: median.into(),
+            reference: reference.into(),
+            ratio: ratio.into(),
+            target: target.into(),
+            met,
+        }
+    }
+}
+
+/// The summary of one run: one table of every benchmark's median and ratio.
+fn summary(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "## Summary\n\n\
+         The last `cargo xtask bench` run, one row per benchmark; each section below has the details, \
+         p90s and what was measured. Medians; ratios are median over the floor's median measured in the \
+         same run.\n\n\
+         | section | benchmark | median | floor / reference | ratio | target | result |\n\
+         | --- | --- | ---: | --- | ---: | --- | --- |\n",
+    );
+    for row in rows {
+        let verdict = if row.met { "pass" } else { "**MISSED**" };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {verdict} |\n",
+            row.section, row.bench, row.median, row.reference, row.ratio, row.target
+        ));
+    }
+    out
+}
+
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     let mut runs = DEFAULT_RUNS;
@@ -78,20 +133,26 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     }
     ensure!(rest.is_empty(), "unknown arguments `{}`\n{USAGE}", args.join(" "));
     ensure!(runs >= 10, "--runs must be at least 10 for a median and a p90 to mean much");
+    let mut rows = Vec::new();
     for section in SECTIONS.iter().filter(|section| only.is_none_or(|only| only == **section)) {
-        match *section {
+        rows.extend(match *section {
             "gate" => bench(root, runs)?,
             "bundle" => crate::bench_bundle::run(root)?,
             "runner" => crate::bench_runner::run(root)?,
             "unslop" => crate::bench_unslop::run(root, runs)?,
             "load" => crate::bench_load::run(root)?,
             _ => crate::bench_tools::run(root, runs)?,
-        }
+        });
+    }
+    let table = summary(&rows);
+    println!("{table}");
+    if only.is_none() {
+        write_section(&root.join(DOC), "summary", &table)?;
     }
     Ok(())
 }
 
-fn bench(root: &Path, runs: usize) -> Result<()> {
+fn bench(root: &Path, runs: usize) -> Result<Vec<Row>> {
     let load_before = load_average();
     eprintln!("bench: building harness-gate (release) and the decide bench ...");
     process::run_visible(cargo(root).args(["build", "--release", "-p", "harness-gate-cli"]))?;
@@ -138,7 +199,7 @@ fn bench(root: &Path, runs: usize) -> Result<()> {
     }
     write_doc(&root.join(DOC), &report.section(&table))?;
     eprintln!("bench: wrote {DOC}");
-    Ok(())
+    Ok(report.rows())
 }
 
 /// A temporary workspace, its policy and the payloads, with the environment every process gets.
@@ -518,6 +579,41 @@ impl Report {
     /// Returns the gate's median over the floor's: the figure with a target.
     fn ratio(&self) -> f64 {
         self.timing.gate.quantile(0.5) / self.timing.floor.quantile(0.5)
+    }
+
+    /// The summary's rows.
+    fn rows(&self) -> Vec<Row> {
+        let floor = self.timing.floor.quantile(0.5);
+        let rss_ratio = self.rss.gate.peak as f64 / self.rss.floor.max(1) as f64;
+        vec![
+            Row::new(
+                "gate",
+                "harness-gate claude-hook, a process per call",
+                ms(self.timing.gate.quantile(0.5)),
+                format!("`sh -c 'exec /bin/true < payload'` {}", ms(floor)),
+                format!("{:.2}×", self.ratio()),
+                format!("≤ {TARGET_RATIO}×"),
+                self.ratio() <= TARGET_RATIO,
+            ),
+            Row::new(
+                "gate",
+                "peak RSS of the gate",
+                mib(self.rss.gate.peak),
+                format!("the floor {}", mib(self.rss.floor)),
+                format!("{rss_ratio:.2}×"),
+                format!("≤ {}", mib(TARGET_RSS_KIB)),
+                self.rss.gate.peak <= TARGET_RSS_KIB,
+            ),
+            Row::new(
+                "gate",
+                "decide() in process, a Read",
+                format!("{:.2} µs", self.decide.median),
+                "",
+                "",
+                format!("≤ {TARGET_DECIDE_US} µs"),
+                self.decide.median <= TARGET_DECIDE_US,
+            ),
+        ]
     }
 
     fn missed(&self) -> Vec<String> {

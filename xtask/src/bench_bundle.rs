@@ -6,13 +6,13 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
-use crate::bench::write_section;
+use crate::bench::{Row, write_section};
 use crate::process;
 
 const RESULT: &str = "bench-result bundle_build_us=";
 const TARGET_RATIO: f64 = 1.5;
 
-pub(crate) fn run(root: &Path) -> Result<()> {
+pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     eprintln!("bench: build_bundle against writing the same bytes ...");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = process::command(cargo);
@@ -43,7 +43,16 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     eprintln!(
         "bench: build_bundle {build:.1} µs, floor {floor:.1} µs, ratio {ratio:.2} ({verdict})"
     );
-    write_section(&root.join("docs/performance.md"), "bundle", &section)
+    write_section(&root.join("docs/performance.md"), "bundle", &section)?;
+    Ok(vec![Row::new(
+        "bundle",
+        "build_bundle, three skills",
+        format!("{build:.1} µs"),
+        format!("the same bytes with std::fs {floor:.1} µs"),
+        format!("{ratio:.2}×"),
+        format!("≤ {TARGET_RATIO}×"),
+        ratio <= TARGET_RATIO,
+    )])
 }
 
 fn parse(rest: &str) -> Option<(f64, f64)> {

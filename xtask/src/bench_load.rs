@@ -22,7 +22,7 @@ use harness_testkit::{BrokerAnswer, ScriptedBroker};
 use harness_tools::ResolvedInstance;
 use serde_json::json;
 
-use crate::bench::write_section;
+use crate::bench::{Row, write_section};
 use crate::process;
 
 const CONCURRENT: usize = 64;
@@ -35,7 +35,7 @@ const TARGET_GROWTH_KIB: u64 = 512;
 /// A burst of 64 concurrent calls may take at most this many times the same 64 in a row.
 const TARGET_BURST_RATIO: f64 = 1.0;
 
-pub(crate) fn run(root: &Path) -> Result<()> {
+pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     eprintln!("bench load: building the release binaries ...");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = process::command(cargo);
@@ -159,7 +159,36 @@ pub(crate) fn run(root: &Path) -> Result<()> {
          RSS {before} -> {after} KiB (peak {hwm}); {RUNNERS} runners: {all_polling_ms:.0} ms to poll, \
          {total_rss_mib:.1} MiB, {stop_ms:.0} ms to stop"
     );
-    write_section(&root.join("docs/performance.md"), "load", &section)
+    write_section(&root.join("docs/performance.md"), "load", &section)?;
+    Ok(vec![
+        Row::new(
+            "load",
+            format!("{CONCURRENT} concurrent tool calls through one runner"),
+            format!("{burst_ms:.1} ms per burst"),
+            format!("the same in a row {row_ms:.1} ms"),
+            format!("{burst_ratio:.2}×"),
+            format!("≤ {TARGET_BURST_RATIO:.1}×, none lost"),
+            burst_ratio <= TARGET_BURST_RATIO,
+        ),
+        Row::new(
+            "load",
+            format!("{SEQUENTIAL} sequential tool calls"),
+            format!("{sequential_us:.1} µs per call"),
+            format!("VmRSS {before} KiB before"),
+            format!("+{growth} KiB"),
+            format!("≤ +{TARGET_GROWTH_KIB} KiB"),
+            growth <= TARGET_GROWTH_KIB,
+        ),
+        Row::new(
+            "load",
+            format!("{RUNNERS} runners live at once"),
+            format!("{all_polling_ms:.0} ms until all poll"),
+            format!("{total_rss_mib:.1} MiB together"),
+            "",
+            "all clean",
+            leftovers.is_empty(),
+        ),
+    ])
 }
 
 /// The run directories, their bundles and the broker they share.

@@ -14,7 +14,7 @@ use harness_testkit::{BrokerAnswer, Cli, SESSION_CAP, SessionScenario, require_c
 use harness_tools::{Broker, BrokerConfig, Capability, UnixBroker, Verb};
 use serde_json::json;
 
-use crate::bench::write_section;
+use crate::bench::{Row, write_section};
 use crate::process;
 
 const CALLS: usize = 500;
@@ -22,7 +22,7 @@ const CYCLES: usize = 100;
 const TARGET_RSS_KIB: u64 = 4 * 1024;
 const TARGET_ADDED_US: f64 = 200.0;
 
-pub(crate) fn run(root: &Path) -> Result<()> {
+pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     eprintln!("bench runner: building the release binaries ...");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = process::command(cargo);
@@ -123,7 +123,36 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         "bench runner: idle RSS {rss} KiB, tool call adds {added:.1} µs ({through:.1} vs {direct:.1}), \
          {cycle_ms:.1} ms per start/stop, leftovers: {leftovers:?}"
     );
-    write_section(&Path::new(root).join("docs/performance.md"), "runner", &section)
+    write_section(&Path::new(root).join("docs/performance.md"), "runner", &section)?;
+    Ok(vec![
+        Row::new(
+            "runner",
+            "idle RSS",
+            format!("{:.2} MiB", rss as f64 / 1024.0),
+            "",
+            "",
+            "≤ 4 MiB",
+            rss <= TARGET_RSS_KIB,
+        ),
+        Row::new(
+            "runner",
+            "a typed tool call through tools.sock",
+            format!("{through:.1} µs"),
+            format!("the broker straight {direct:.1} µs"),
+            format!("+{added:.1} µs"),
+            "≤ +200 µs",
+            added <= TARGET_ADDED_US,
+        ),
+        Row::new(
+            "runner",
+            "100 runners started and stopped",
+            format!("{cycle_ms:.1} ms each"),
+            "",
+            "",
+            "nothing left behind",
+            leftovers.is_empty(),
+        ),
+    ])
 }
 
 fn start(scenario: &SessionScenario, runner: &Path) -> Result<Child> {

@@ -54,7 +54,7 @@ const CALL: &str = concat!(
 );
 
 /// Runs the typed-tools benchmark with `runs` timed starts of harness-mcp and of the floor.
-pub(crate) fn run(root: &Path, runs: usize) -> Result<()> {
+pub(crate) fn run(root: &Path, runs: usize) -> Result<Vec<crate::bench::Row>> {
     let load_before = load_average();
     eprintln!("bench tools: building harness-mcp (release) ...");
     process::run_visible(cargo(root).args(["build", "--release", "-p", "harness-mcp-cli"]))?;
@@ -93,7 +93,7 @@ pub(crate) fn run(root: &Path, runs: usize) -> Result<()> {
     }
     crate::bench::write_section(&root.join(DOC), "tools", &report.section(&table))?;
     eprintln!("bench tools: wrote {DOC}");
-    Ok(())
+    Ok(report.rows())
 }
 
 /// A run directory: the pm fixture's tools.json, a scripted broker, and a tool socket.
@@ -321,6 +321,52 @@ struct Report {
 }
 
 impl Report {
+    /// The summary's rows.
+    fn rows(&self) -> Vec<crate::bench::Row> {
+        use crate::bench::Row;
+        let start_ms = self.start.quantile(0.5) * 1e3;
+        let floor_ms = self.floor.quantile(0.5) * 1e3;
+        let rt = &self.round_trip;
+        vec![
+            Row::new(
+                "tools",
+                "harness-mcp, spawn to the tools/list reply",
+                format!("{start_ms:.2} ms"),
+                format!("`/bin/cat` echoing the handshake {floor_ms:.2} ms"),
+                format!("{:.2}×", start_ms / floor_ms),
+                format!("≤ {TARGET_START_MS} ms"),
+                start_ms <= TARGET_START_MS,
+            ),
+            Row::new(
+                "tools",
+                "peak RSS of harness-mcp",
+                mib(self.rss),
+                "",
+                "",
+                format!("≤ {}", mib(TARGET_RSS_KIB)),
+                self.rss <= TARGET_RSS_KIB,
+            ),
+            Row::new(
+                "tools",
+                "tool-socket round trip",
+                format!("{:.1} µs", rt.median_us),
+                format!("the broker straight {:.1} µs", rt.direct_us),
+                format!("{:.2}×", rt.median_us / rt.direct_us),
+                format!("≤ {TARGET_ROUND_TRIP_US} µs"),
+                rt.median_us <= TARGET_ROUND_TRIP_US,
+            ),
+            Row::new(
+                "tools",
+                "64 concurrent clients",
+                format!("{} calls in {:.1} ms", rt.calls, rt.wall_ms),
+                "",
+                "",
+                "no error",
+                rt.errors == 0,
+            ),
+        ]
+    }
+
     fn missed(&self) -> Vec<String> {
         let mut missed = Vec::new();
         let start_ms = self.start.quantile(0.5) * 1e3;

@@ -42,7 +42,7 @@ const SLOP_SENTENCES: &[&str] = &[
 ];
 
 /// Runs the unslop benchmark with `runs` timed runs of each process.
-pub(crate) fn run(root: &Path, runs: usize) -> Result<()> {
+pub(crate) fn run(root: &Path, runs: usize) -> Result<Vec<crate::bench::Row>> {
     let load_before = load_average();
     eprintln!("bench unslop: building harness-unslop (release) ...");
     process::run_visible(cargo(root).args(["build", "--release", "-p", "harness-unslop-cli"]))?;
@@ -105,7 +105,19 @@ pub(crate) fn run(root: &Path, runs: usize) -> Result<()> {
     }
     crate::bench::write_section(&root.join(DOC), "unslop", &report.section(&table))?;
     eprintln!("bench unslop: wrote {DOC}");
-    Ok(())
+    Ok(vec![crate::bench::Row::new(
+        "unslop",
+        "the Stop hook on a 32 KiB flagged reply",
+        ms(report.flagged.quantile(0.5)),
+        format!("`sh -c 'exec /bin/true < payload'` {}", ms(report.floor.quantile(0.5))),
+        format!(
+            "{:.2}× (bare /bin/true: {:.2}×)",
+            report.ratio(),
+            report.flagged.quantile(0.5) / report.bare.quantile(0.5)
+        ),
+        format!("≤ {TARGET_RATIO}×"),
+        report.ratio() <= TARGET_RATIO,
+    )])
 }
 
 /// The payloads, the log and the environment every process gets.
