@@ -553,14 +553,14 @@ fn parse_decide(rest: &str) -> Option<Decide> {
 }
 
 /// Returns a command for the cargo that runs xtask, in the workspace root.
-fn cargo(root: &Path) -> Command {
+pub(crate) fn cargo(root: &Path) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let mut cmd = process::command(cargo);
     cmd.current_dir(root);
     cmd
 }
 
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |dir| root.join(dir))
 }
 
@@ -741,16 +741,16 @@ What each row measures:
   The median and p90 over 201 batches of calls, each batch timed with `Instant`, in µs per call.
 ";
 
-fn ms(seconds: f64) -> String {
+pub(crate) fn ms(seconds: f64) -> String {
     format!("{:.3} ms", seconds * 1e3)
 }
 
-fn mib(kib: u64) -> String {
+pub(crate) fn mib(kib: u64) -> String {
     format!("{:.2} MiB", kib as f64 / 1024.0)
 }
 
 /// Returns the CPU model, the CPUs this process may use (as `nproc` counts them) and the kernel.
-fn machine() -> String {
+pub(crate) fn machine() -> String {
     let model = fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {
@@ -766,7 +766,7 @@ fn machine() -> String {
 }
 
 /// Returns the 1-minute load average, or `?` where /proc/loadavg cannot be read.
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|text| text.split_whitespace().next().map(str::to_owned))
@@ -774,7 +774,7 @@ fn load_average() -> String {
 }
 
 /// Returns the current UTC date and time as `YYYY-MM-DD HH:MM UTC`.
-fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let seconds =
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
     let (days, of_day) = (seconds / 86_400, seconds % 86_400);
@@ -794,6 +794,25 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + u64::from(month <= 2);
     (year, month, day)
+}
+
+/// The resident and peak memory of a live process, in KiB (`VmRSS`, `VmHWM`).
+pub(crate) fn rss_kib(pid: u32) -> Result<(u64, u64)> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse::<u64>().ok())
+    };
+    Ok((field("VmRSS:").context("no VmRSS")?, field("VmHWM:").context("no VmHWM")?))
+}
+
+/// The median of `values` (the upper one of an even count).
+pub(crate) fn median_f64(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Puts `section` between this benchmark's markers in `path`, creating the file or the markers.

@@ -22,7 +22,7 @@ use harness_testkit::{BrokerAnswer, ScriptedBroker};
 use harness_tools::ResolvedInstance;
 use serde_json::json;
 
-use crate::bench::{Row, write_section};
+use crate::bench::{Row, median_f64, rss_kib, write_section};
 use crate::process;
 
 const CONCURRENT: usize = 64;
@@ -63,7 +63,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     }
     world.each_once("burst-", BURSTS * CONCURRENT)?;
     world.each_once("row-", BURSTS * CONCURRENT)?;
-    let (burst_ms, row_ms) = (median(bursts), median(rows));
+    let (burst_ms, row_ms) = (median_f64(bursts), median_f64(rows));
 
     // 10000 sequential calls, each on a new connection as the MCP server makes them.
     let pid = first.id();
@@ -71,16 +71,16 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     for call in 0..WARMUP {
         tool_call(&socket, &format!("warm-{call}"))?;
     }
-    let (before, _) = memory(pid)?;
+    let (before, _) = rss_kib(pid)?;
     for call in 0..SEQUENTIAL {
         let started = Instant::now();
         tool_call(&socket, &format!("seq-{call}"))?;
         latencies.push(started.elapsed().as_secs_f64() * 1e6);
     }
-    let (after, hwm) = memory(pid)?;
+    let (after, hwm) = rss_kib(pid)?;
     world.each_once("seq-", SEQUENTIAL)?;
     let growth = after.saturating_sub(before);
-    let sequential_us = median(latencies);
+    let sequential_us = median_f64(latencies);
     stop(first)?;
     world.broker_clear_check(0)?;
 
@@ -96,7 +96,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     let all_polling_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut rss = Vec::with_capacity(RUNNERS);
     for child in &children {
-        rss.push(memory(child.id())?.0 as f64);
+        rss.push(rss_kib(child.id())?.0 as f64);
     }
     let total_rss_mib = rss.iter().sum::<f64>() / 1024.0;
     // Each serves a call while all are live, all at once.
@@ -152,7 +152,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
         verdict(growth <= TARGET_GROWTH_KIB),
         verdict(leftovers.is_empty()),
         n = BURSTS * CONCURRENT,
-        one_rss = median(rss.clone()) / 1024.0,
+        one_rss = median_f64(rss.clone()) / 1024.0,
     );
     eprintln!(
         "bench load: burst {burst_ms:.1} ms vs row {row_ms:.1} ms; {sequential_us:.1} µs per call, \
@@ -407,22 +407,4 @@ fn wait_exit_0(child: Child) -> Result<()> {
         String::from_utf8_lossy(&output.stderr)
     );
     Ok(())
-}
-
-/// Resident and peak memory of a process, in KiB.
-fn memory(pid: u32) -> Result<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kib| kib.parse::<u64>().ok())
-    };
-    Ok((field("VmRSS:").context("no VmRSS")?, field("VmHWM:").context("no VmHWM")?))
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }

@@ -14,7 +14,7 @@ use harness_testkit::{BrokerAnswer, Cli, SESSION_CAP, SessionScenario, require_c
 use harness_tools::{Broker, BrokerConfig, Capability, UnixBroker, Verb};
 use serde_json::json;
 
-use crate::bench::{Row, write_section};
+use crate::bench::{Row, median_f64, rss_kib, write_section};
 use crate::process;
 
 const CALLS: usize = 500;
@@ -45,7 +45,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     // Idle RSS.
     let child = start(&scenario, &runner)?;
     std::thread::sleep(Duration::from_millis(300));
-    let (rss, hwm) = memory(child.id())?;
+    let (rss, hwm) = rss_kib(child.id())?;
     stop(child)?;
 
     // A typed tool call through the runner's socket, against the broker straight.
@@ -85,7 +85,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
         }
     }
     stop(child)?;
-    let (through, direct) = (median(through), median(direct));
+    let (through, direct) = (median_f64(through), median_f64(direct));
     let added = through - direct;
 
     // 100 runners started and stopped in a row.
@@ -175,24 +175,6 @@ fn stop(mut child: Child) -> Result<()> {
     let status = child.wait()?;
     ensure!(status.code() == Some(0), "the runner stopped with {status}");
     Ok(())
-}
-
-/// Resident and peak memory of a process, in KiB.
-fn memory(pid: u32) -> Result<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kib| kib.parse::<u64>().ok())
-    };
-    Ok((field("VmRSS:").context("no VmRSS")?, field("VmHWM:").context("no VmHWM")?))
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// What the runners left: live processes naming the run directory, the socket, unexpected files.

@@ -15,10 +15,10 @@
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use harness_testkit::{BrokerAnswer, ScriptedBroker};
@@ -28,6 +28,7 @@ use harness_tools::{
 };
 use serde_json::json;
 
+use crate::bench::{cargo, load_average, mib, target_dir, utc_now};
 use crate::process;
 
 const DOC: &str = "docs/performance.md";
@@ -480,45 +481,6 @@ What each row measures:
 - **Concurrent clients.**
   64 threads each open a connection and make 50 calls; every reply must be `ok`.
 ";
-
-fn mib(kib: u64) -> String {
-    format!("{:.2} MiB", kib as f64 / 1024.0)
-}
-
-fn cargo(root: &Path) -> Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = process::command(cargo);
-    cmd.current_dir(root);
-    cmd
-}
-
-fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |dir| root.join(dir))
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".to_owned())
-}
-
-/// Returns the current UTC time as `YYYY-MM-DD HH:MM UTC`.
-fn utc_now() -> String {
-    let seconds =
-        SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", of_day / 3600, of_day % 3600 / 60)
-}
 
 #[cfg(test)]
 mod tests {

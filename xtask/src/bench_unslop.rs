@@ -14,10 +14,11 @@ use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
 
+use crate::bench::{cargo, load_average, machine, ms, target_dir, utc_now};
 use crate::process;
 
 const WARMUP_RUNS: usize = 20;
@@ -361,62 +362,6 @@ instead cost 4.3 ms a process (every pattern parsed twice, a reverse automaton a
 prefilter built for one search). A precompiled full DFA would skip the parse and the build, but
 for this list it is 54 MB and takes 8 s to build, so the hook compiles the list in each process.
 ";
-
-fn ms(seconds: f64) -> String {
-    format!("{:.3} ms", seconds * 1e3)
-}
-
-/// Returns a command for the cargo that runs xtask, in the workspace root.
-fn cargo(root: &Path) -> Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = process::command(cargo);
-    cmd.current_dir(root);
-    cmd
-}
-
-fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |dir| root.join(dir))
-}
-
-/// Returns the CPU model, the CPUs this process may use and the kernel.
-fn machine() -> String {
-    let model = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|line| line.starts_with("model name"))
-                .and_then(|line| line.split_once(':'))
-                .map(|(_, name)| name.trim().to_owned())
-        })
-        .unwrap_or_else(|| "an unknown CPU".to_owned());
-    let cpus = std::thread::available_parallelism().map_or(0, usize::from);
-    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{model}, {cpus} CPUs (`nproc`), Linux {}", kernel.trim())
-}
-
-fn load_average() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".to_owned())
-}
-
-/// Returns the current UTC date and time as `YYYY-MM-DD HH:MM UTC`.
-fn utc_now() -> String {
-    let seconds =
-        SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
-    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", of_day / 3600, of_day % 3600 / 60)
-}
 
 #[cfg(test)]
 mod tests {
