@@ -1,7 +1,7 @@
 //! A fake host: its git socket backed by a real bare "working" repository, and its launch
 //! socket, both speaking the host-socket wire of docs/protocol.md. For the runner's git tools.
 //!
-//! `working.push` fetches the uploaded bundle's branch into `refs/heads/work/vikunja-PROJECT-TASK`
+//! `working.push` fetches the uploaded bundle's branch into the work branch `work/vikunja-PROJECT-TASK`
 //! of the working repository, fast-forward only (`not-fast-forward` otherwise), and answers
 //! `{ref, commit, previous}`. `working.fetch` answers a review request with the work ref's
 //! bundle. `working.land` and `launch` answer from a script. Every call is recorded.

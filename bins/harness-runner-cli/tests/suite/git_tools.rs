@@ -13,6 +13,11 @@ use super::fixture::{CAP, Fixture, finish, stderr, terminate, wait_until};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
+/// The task's work branch, as the host names it: `work/vikunja-<project>-<task>`.
+fn work_ref(task: u32) -> String {
+    format!("work/vikunja-web-{task}")
+}
+
 fn fixture(host: &FakeHost) -> Fixture {
     let (git_socket, launch_socket) = (host.git_socket(), host.launch_socket());
     Fixture::with_setup(
@@ -79,9 +84,9 @@ fn push_working_moves_the_branch_as_a_bundle_fast_forward_only() {
     let (ok, text) = tool(&fx, "push_working", push.clone());
     assert!(ok, "{text}");
     let reply: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(reply, json!({"ref": "work/vikunja-web-12", "commit": first, "previous": null}));
+    assert_eq!(reply, json!({"ref": work_ref(12), "commit": first, "previous": null}));
     assert_eq!(
-        git(&host.working(), &["rev-parse", "refs/heads/work/vikunja-web-12"]).unwrap(),
+        git(&host.working(), &["rev-parse", &format!("refs/heads/{}", work_ref(12))]).unwrap(),
         first
     );
     assert!(tmp_is_empty(&fx), "the bundle file is deleted");
@@ -91,7 +96,7 @@ fn push_working_moves_the_branch_as_a_bundle_fast_forward_only() {
     assert!(ok, "{text}");
     assert_eq!(
         serde_json::from_str::<Value>(&text).unwrap(),
-        json!({"ref": "work/vikunja-web-12", "commit": second, "previous": first})
+        json!({"ref": work_ref(12), "commit": second, "previous": first})
     );
 
     // Rewritten history is not a fast-forward: the host refuses, and nothing is left behind.
@@ -100,7 +105,7 @@ fn push_working_moves_the_branch_as_a_bundle_fast_forward_only() {
     assert!(!ok && text == "refused: not-fast-forward", "{text}");
     assert!(tmp_is_empty(&fx), "the bundle file is deleted on a refusal too");
     assert_eq!(
-        git(&host.working(), &["rev-parse", "refs/heads/work/vikunja-web-12"]).unwrap(),
+        git(&host.working(), &["rev-parse", &format!("refs/heads/{}", work_ref(12))]).unwrap(),
         second
     );
 
@@ -140,11 +145,11 @@ fn fetch_review_fetches_into_remote_tracking_refs_without_hooks_or_checkout() {
             "push",
             "--quiet",
             host.working().to_str().unwrap(),
-            "main:refs/heads/work/vikunja-web-7",
+            &format!("main:refs/heads/{}", work_ref(7)),
         ],
     )
     .unwrap();
-    host.review("rr-1", "web", "work/vikunja-web-7");
+    host.review("rr-1", "web", &work_ref(7));
     // A hook that would run on any ref update in the clone.
     let marker = fx.workspace.parent().unwrap().join("hook-ran");
     let hook = web.join(".git/hooks/reference-transaction");
@@ -158,10 +163,10 @@ fn fetch_review_fetches_into_remote_tracking_refs_without_hooks_or_checkout() {
     let reply: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         reply,
-        json!({"project": "web", "ref": "refs/remotes/working/work/vikunja-web-7", "commit": reviewed})
+        json!({"project": "web", "ref": format!("refs/remotes/working/{}", work_ref(7)), "commit": reviewed})
     );
     assert_eq!(
-        git(&web, &["rev-parse", "refs/remotes/working/work/vikunja-web-7"]).unwrap(),
+        git(&web, &["rev-parse", &format!("refs/remotes/working/{}", work_ref(7))]).unwrap(),
         reviewed
     );
     assert_eq!(git(&web, &["rev-parse", "HEAD"]).unwrap(), head, "nothing merged or checked out");

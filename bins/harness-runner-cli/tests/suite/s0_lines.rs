@@ -101,6 +101,21 @@ fn read_readme(s: &SessionScenario) -> Vec<Reply> {
     vec![Reply::tool_use("toolu_read", tool, input), Reply::text("done")]
 }
 
+/// A private copy of an installed asset, so a test can remove it without touching the checkout.
+fn copy_asset(asset: &Path, dir: &Path) -> PathBuf {
+    let copy = dir.join(asset.file_name().unwrap());
+    std::fs::copy(asset, &copy).unwrap();
+    copy
+}
+
+/// Removes the asset the bundle's manifest names for `role`, once the runner has verified it.
+fn remove_asset(s: &SessionScenario, role: &str) {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.run_dir().join("bundle/manifest.json")).unwrap())
+            .unwrap();
+    std::fs::remove_file(manifest["assets"][role]["path"].as_str().unwrap()).unwrap();
+}
+
 #[track_caller]
 fn assert_blocked(outcome: &Outcome) {
     let result = outcome.tool_result("toolu_read").expect("the read's result reached the model");
@@ -185,20 +200,9 @@ fn s0_3_pi_a_missing_extension_refuses_to_start() {
     let outcome = one_turn(
         &pi,
         read_readme,
-        |options, dir| {
-            let copy = dir.join("extension.mjs");
-            std::fs::copy(&options.layout.pi_extension, &copy).unwrap();
-            options.layout.pi_extension = copy;
-        },
-        |s| {
-            // Gone after the runner checked the bundle: Pi itself must refuse.
-            let manifest: serde_json::Value = serde_json::from_slice(
-                &std::fs::read(s.run_dir().join("bundle/manifest.json")).unwrap(),
-            )
-            .unwrap();
-            std::fs::remove_file(manifest["assets"]["extension"]["path"].as_str().unwrap())
-                .unwrap();
-        },
+        |options, dir| options.layout.pi_extension = copy_asset(&options.layout.pi_extension, dir),
+        // Gone after the runner checked the bundle: Pi itself must refuse.
+        |s| remove_asset(s, "extension"),
     );
     assert_eq!(outcome.result, "The turn failed: the adapter exited with status 1");
     assert!(outcome.calls.is_empty(), "Pi sent a request without its extension");
@@ -210,18 +214,8 @@ fn s0_3_pi_a_missing_gate_blocks() {
     let outcome = one_turn(
         &pi,
         read_readme,
-        |options, dir| {
-            let copy = dir.join("harness-gate");
-            std::fs::copy(&options.layout.gate, &copy).unwrap();
-            options.layout.gate = copy;
-        },
-        |s| {
-            let manifest: serde_json::Value = serde_json::from_slice(
-                &std::fs::read(s.run_dir().join("bundle/manifest.json")).unwrap(),
-            )
-            .unwrap();
-            std::fs::remove_file(manifest["assets"]["gate"]["path"].as_str().unwrap()).unwrap();
-        },
+        |options, dir| options.layout.gate = copy_asset(&options.layout.gate, dir),
+        |s| remove_asset(s, "gate"),
     );
     assert_blocked(&outcome);
 }
@@ -232,18 +226,8 @@ fn s0_3_claude_code_the_wrapper_blocks_a_missing_gate() {
     let outcome = one_turn(
         &claude,
         read_readme,
-        |options, dir| {
-            let copy = dir.join("harness-gate");
-            std::fs::copy(&options.layout.gate, &copy).unwrap();
-            options.layout.gate = copy;
-        },
-        |s| {
-            let manifest: serde_json::Value = serde_json::from_slice(
-                &std::fs::read(s.run_dir().join("bundle/manifest.json")).unwrap(),
-            )
-            .unwrap();
-            std::fs::remove_file(manifest["assets"]["gate"]["path"].as_str().unwrap()).unwrap();
-        },
+        |options, dir| options.layout.gate = copy_asset(&options.layout.gate, dir),
+        |s| remove_asset(s, "gate"),
     );
     assert_blocked(&outcome);
 }
