@@ -380,7 +380,7 @@ fn non_utf8_link_target_is_handled() {
 fn proc_magic_links_are_refused() {
     // /proc/self is the gate's own process, not the tool's: its fd/N, cwd and root differ.
     check(BASIC, r#"pi read {"path":"/proc/self/cwd/a.txt"}"#, "block through-proc");
-    check(BASIC, r#"claude Read {"file_path":"/proc/self/root/etc/passwd"}"#, "block through-proc");
+    check(BASIC, r#"claude Read {"file_path":"/proc/self/root"}"#, "block through-proc");
     check(BASIC, r#"claude Read {"file_path":"/dev/fd/0"}"#, "block through-proc");
     check("ws/fd -> /proc/self/fd", r#"pi read {"path":"fd/3"}"#, "block through-proc");
 }
