@@ -13,7 +13,7 @@ use crate::policy::{Harness, Policy};
 use crate::walk::{self, Resolution};
 
 /// The prefix Claude Code gives the tools of the `mosaic` MCP server.
-const CLAUDE_TYPED_PREFIX: &str = "mcp__mosaic__";
+const CLAUDE_TYPED_PREFIX: &str = harness_contract::TYPED_PREFIX_CLAUDE;
 
 /// Why a call was blocked, with a stable code for logs and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use crate::checker::Finding;
 use crate::error::UnslopError;
 
 /// The environment variable naming the log.
-pub const LOG_ENV: &str = "MOSAIC_UNSLOP_LOG";
+pub const LOG_ENV: &str = harness_contract::AdapterEnv::UnslopLog.name();
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
