@@ -10,8 +10,9 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
+use harness_bus::{Broker, BrokerConfig, Capability, UnixBroker};
 use harness_testkit::{BrokerAnswer, Cli, SESSION_CAP, SessionScenario, require_cli};
-use harness_tools::{Broker, BrokerConfig, Capability, UnixBroker, Verb};
+use harness_tools::Verb;
 use serde_json::json;
 
 use crate::bench::{Row, median_f64, rss_kib, write_section};

@@ -4,7 +4,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use harness_tools::Capability;
+use harness_bus::Capability;
 use serde::Deserialize;
 
 use crate::error::RunError;

@@ -12,10 +12,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use harness_tools::{
-    Backend, BackendError, Capability, GitOp, HostSocket, HostSocketConfig, RefusalCode, Route,
-    ToolDef,
-};
+use harness_bus::{Backend, BackendError, Capability, HostSocket, HostSocketConfig, RefusalCode};
+use harness_tools::{GitOp, Route, ToolDef};
 use serde_json::{Value, json};
 
 /// The largest bundle moved either way.

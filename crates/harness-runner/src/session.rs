@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use harness_tools::{
+use harness_bus::{
     Backends, Broker, BrokerConfig, BrokerError, Capability, NotAvailable, ToolSocket,
-    ToolSocketConfig, UnixBroker, Verb,
+    ToolSocketConfig, UnixBroker,
 };
+use harness_tools::Verb;
 use harness_unslop::ResultNotes;
 use serde_json::{Value, json};
 
@@ -283,11 +284,11 @@ impl<'a> Session<'a> {
     /// Binds `RUN/tools.sock`: a stale socket there is replaced; a live socket, a file, a
     /// directory or a link is left alone and ends the run (exit 2).
     fn bind_socket(&self) -> Result<ToolSocket, RunError> {
-        let launch: Arc<dyn harness_tools::Backend> = match &self.run.file.launch_socket {
+        let launch: Arc<dyn harness_bus::Backend> = match &self.run.file.launch_socket {
             Some(socket) => Arc::new(LaunchTool::new(socket.clone())),
             None => Arc::new(NotAvailable),
         };
-        let git: Arc<dyn harness_tools::Backend> = match &self.git {
+        let git: Arc<dyn harness_bus::Backend> = match &self.git {
             Some(git) => git.clone(),
             None => Arc::new(NotAvailable),
         };
