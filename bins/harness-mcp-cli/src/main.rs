@@ -9,9 +9,6 @@
 
 use std::process::ExitCode;
 
-/// Set only by this binary's tests, to prove that a panic on any thread ends the server.
-const PANIC_FOR_TEST: &str = "HARNESS_MCP_PANIC_FOR_TEST";
-
 fn main() -> ExitCode {
     // A panic anywhere ends the server with exit 1 (docs/reliability.md): tokio would otherwise
     // catch a panic in a request's task and leave that request unanswered, with Claude Code
@@ -29,10 +26,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if std::env::var_os(PANIC_FOR_TEST).is_some() {
-        // Another thread than the one serving: the hook above must end the process anyway.
-        std::thread::spawn(|| panic!("{PANIC_FOR_TEST} is set"));
-    }
+    harness_mcp::panic_for_test();
     match harness_mcp::serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error @ harness_mcp::McpError::Tools(_)) => {
