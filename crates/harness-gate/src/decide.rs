@@ -345,7 +345,16 @@ fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
     match policy.harness {
         // Pi: exactly its normalizePath (Unicode spaces, one `@`, `~`, `file://`).
         Harness::Pi => {
-            Ok(vec![pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?])
+            let normalized =
+                pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?;
+            // A `file://` URL's `%00` decodes to a NUL byte, which Node's fs refuses.
+            if normalized.contains('\0') {
+                return Err(block(
+                    Rule::BadPath,
+                    format!("the path {raw:?} decodes to a NUL byte"),
+                ));
+            }
+            Ok(vec![normalized])
         }
         // Claude Code trims the path and expands `~` itself (CLIS.md §4): check the path as
         // given, as JavaScript trims it, and trimmed of Rust's white space too, each with `~`

@@ -12,6 +12,7 @@
 
 mod call;
 mod decide;
+mod file_url;
 /// Random trees and calls against a kernel oracle; only with the `fuzzing` feature, since it
 /// writes trees (`cargo xtask fuzz`, and this crate's own tests).
 #[cfg(feature = "fuzzing")]

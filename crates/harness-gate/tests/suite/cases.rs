@@ -400,3 +400,27 @@ fn nel_after_claude_path_survives_javascript_trim() {
     let tree = "ws/a.txt\nout/link -> ../ws";
     check(tree, r#"claude Write {"file_path":" $ROOT/out/link\u0085"}"#, "block outside-workspace");
 }
+
+#[test]
+fn file_url_drive_letter_after_first_segment_climbs_out() {
+    // WHATWG keeps a drive-letter segment (`C|`, `C:`) only in first position; Node's
+    // fileURLToPath lets `..` remove it anywhere else, so these lead to $ROOT/secret.
+    check(BASIC, r#"pi read {"path":"file://$WS/C|/../../secret"}"#, "block outside-workspace");
+    check(
+        BASIC,
+        r#"pi write {"path":"file://$WS/sub/z:/../../../new"}"#,
+        "block outside-workspace",
+    );
+    check(
+        BASIC,
+        r#"pi ls {"path":"file://localhost$WS/C|\\..\\%2e%2E"}"#,
+        "block outside-workspace",
+    );
+    // In first position the letter stays: `/C:/x` is a name under `/`, outside all the same.
+    check(BASIC, r#"pi read {"path":"file:///C|/../secret"}"#, "block outside-workspace");
+}
+
+#[test]
+fn file_url_percent_nul_is_refused() {
+    check(BASIC, r#"pi read {"path":"file://$WS/a.txt%00"}"#, "block bad-path");
+}
