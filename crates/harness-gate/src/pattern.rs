@@ -19,11 +19,12 @@ use crate::node_path;
 /// refused rather than checked partly.
 const MAX_ALTERNATIVES: usize = 256;
 
-/// Characters that make a segment a wildcard in some glob dialect Pi (fd) or Claude Code uses:
-/// `*?[]` everywhere, `{}` braces, `()!` extglobs and negation, and `\` escapes. Counting too
-/// many only shortens the literal prefix that is resolved; the rules then apply to more segments.
+/// Characters that end the literal prefix: `*?[]` and the braces. `( ) !` and `\` are left in
+/// it: fd's and ripgrep's globs have no extglobs, and Claude Code's Glob cuts its base only at
+/// `* ? [ {`, so a name such as `a(b)` or `l!nk` is a directory to resolve, which may be a link
+/// out, not a wildcard to skip.
 fn is_wildcard_char(c: char) -> bool {
-    matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '(' | ')' | '!' | '\\')
+    matches!(c, '*' | '?' | '[' | ']' | '{' | '}')
 }
 
 /// Why a pattern is refused before any path is resolved.
