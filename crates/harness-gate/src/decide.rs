@@ -335,8 +335,9 @@ fn has_dot_dot(text: &str) -> bool {
 }
 
 /// JavaScript's `String.prototype.trim` white space (WhiteSpace and LineTerminator): what
-/// Claude Code's own trim removes.
-fn is_js_space(c: char) -> bool {
+/// Claude Code's own trim removes. `cargo xtask verify-pi` compares it with Node's `trim` for
+/// every Unicode scalar value.
+pub fn is_js_space(c: char) -> bool {
     matches!(
         c,
         '\u{9}'..='\u{d}'

@@ -27,6 +27,20 @@ pub use call::{CallError, ToolCall};
 pub use decide::{Block, Decision, Rule, decide};
 pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
 
+/// Claude Code 2.1.296's path transforms the gate copies; `cargo xtask verify-pi` runs them
+/// beside the minified source they come from (docs/gate.md), under Node.
+pub mod claude {
+    pub use crate::decide::is_js_space;
+    pub use crate::pattern::{
+        claude_glob_base as glob_base, claude_glob_search_dir as glob_search_dir,
+    };
+}
+
+/// Node's POSIX `path` functions the gate copies, for the same comparison.
+pub mod node {
+    pub use crate::node_path::{dirname, normalize};
+}
+
 /// Pi 0.85.1's path functions, ported; `cargo xtask verify-pi` compares them with Pi's own.
 pub mod pi {
     pub use crate::pi_paths::{

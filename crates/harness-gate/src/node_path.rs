@@ -27,7 +27,7 @@ fn normalize_segments(path: &str, allow_above_root: bool) -> String {
 }
 
 /// Node's `path.posix.normalize`.
-pub(crate) fn normalize(path: &str) -> String {
+pub fn normalize(path: &str) -> String {
     if path.is_empty() {
         return ".".to_owned();
     }
@@ -72,7 +72,7 @@ pub(crate) fn resolve(base: &str, path: &str) -> Option<String> {
 
 /// Node's `path.posix.dirname`: everything before the last `/` that is not part of a run of
 /// trailing slashes, keeping a run of slashes before it (`/a//b` gives `/a/`).
-pub(crate) fn dirname(path: &str) -> String {
+pub fn dirname(path: &str) -> String {
     let bytes = path.as_bytes();
     let Some(&first) = bytes.first() else {
         return ".".to_owned();
