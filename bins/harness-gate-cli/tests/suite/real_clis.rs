@@ -130,3 +130,81 @@ fn pi_blocks_when_the_gate_binary_is_missing() {
         );
     }
 }
+
+/// Issue 11's headline escape, end to end through the real Pi 0.85.1 and its extension: a
+/// `file://` URL with a drive-letter-shaped segment (`C|`) after the first, then `..`. Node's
+/// `fileURLToPath` lets `..` remove that segment, so the URL names the secret beside the
+/// workspace, a new file there, and the directory that holds them. Each call must be blocked
+/// with the gate's reason, the secret and its directory listing must never reach the model, no
+/// file may appear outside, and a read inside still goes through.
+#[test]
+fn pi_extension_blocks_a_file_url_that_climbs_over_a_drive_letter() {
+    use harness_testkit::{CliSandbox, Reply, Script, ScriptedModel};
+
+    let Some(pi) = require_cli(Cli::Pi) else { return };
+    let model = ScriptedModel::start(Script::default()).unwrap();
+    let sandbox = CliSandbox::new(&model).unwrap();
+    let work = sandbox.work_dir().canonicalize().unwrap();
+    let root = sandbox.root().canonicalize().unwrap();
+    let outside = work.parent().unwrap().to_path_buf();
+    std::fs::write(outside.join("secret.txt"), SECRET_TEXT).unwrap();
+    std::fs::write(work.join("notes.txt"), INSIDE_TEXT).unwrap();
+    let bundle = root.join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(bundle.join("tools.json"), r#"{"tools": []}"#).unwrap();
+    let policy = serde_json::json!({
+        "harness": "pi", "workspace": work, "tools": ["read", "write", "ls"], "typed": []
+    });
+    std::fs::write(bundle.join("policy.json"), policy.to_string()).unwrap();
+
+    let url = |tail: &str| format!("file://{}/C|/../..{tail}", work.display());
+    let calls = [
+        ("toolu_read", "read", serde_json::json!({"path": url("/secret.txt")})),
+        ("toolu_write", "write", serde_json::json!({"path": url("/planted.txt"), "content": "x"})),
+        ("toolu_ls", "ls", serde_json::json!({"path": url("")})),
+        ("toolu_inside", "read", serde_json::json!({"path": "notes.txt"})),
+    ];
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .map(|(id, tool, input)| Reply::tool_use(*id, *tool, input.clone()))
+        .collect();
+    replies.push(Reply::text(FINAL_TEXT));
+    model.push_replies(replies);
+
+    let extension = workspace_root().join("crates/harness-adapters/assets/pi/extension.mjs");
+    let mut command = sandbox.command(&pi);
+    command
+        .env("MOSAIC_GATE", gate_binary())
+        .env("MOSAIC_BUNDLE", &bundle)
+        .env("MOSAIC_TOOLS_SOCK", root.join("tools.sock"))
+        .env("MOSAIC_TURN_MARKER", root.join("turn.marker"))
+        .args(["-p", "--model", harness_testkit::PI_MODEL_ARG, "--thinking", "off"])
+        .args(["--no-skills", "--no-extensions", "--no-context-files", "--no-prompt-templates"])
+        .args(["--no-themes", "-e"])
+        .arg(extension)
+        .args(["--tools", "read,write,ls", "--no-session", "--system-prompt", "Gate test."])
+        .arg("Read the files");
+    let output = run_with_deadline(command, DEADLINE).unwrap();
+    output.assert_success();
+
+    let requests = model.messages_calls();
+    let results: Vec<_> = requests.iter().flat_map(|call| call.tool_results()).collect();
+    for (id, tool, _) in &calls[..3] {
+        let result = results.iter().find(|result| result.tool_use_id == *id);
+        let result = result.unwrap_or_else(|| panic!("no result for {tool}: {results:#?}"));
+        assert!(
+            result.is_error
+                && result.text.contains("harness-gate: blocked")
+                && result.text.contains("outside-workspace"),
+            "{tool} through the URL must be blocked by the gate: {result:#?}"
+        );
+    }
+    let inside = results.iter().find(|result| result.tool_use_id == "toolu_inside").unwrap();
+    assert!(!inside.is_error && inside.text.contains(INSIDE_TEXT), "{inside:#?}");
+    for request in &requests {
+        assert!(!request.raw_body.contains(SECRET_TEXT), "the secret reached the model");
+        assert!(!request.raw_body.contains("secret.txt\\n"), "the listing reached the model");
+    }
+    assert!(!outside.join("planted.txt").exists(), "a file was written outside the workspace");
+    model.assert_finished();
+}
