@@ -164,10 +164,8 @@ fn pi_extension_blocks_a_file_url_that_climbs_over_a_drive_letter() {
         ("toolu_ls", "ls", serde_json::json!({"path": url("")})),
         ("toolu_inside", "read", serde_json::json!({"path": "notes.txt"})),
     ];
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|(id, tool, input)| Reply::tool_use(*id, *tool, input.clone()))
-        .collect();
+    let mut replies: Vec<Reply> =
+        calls.iter().map(|(id, tool, input)| Reply::tool_use(*id, *tool, input.clone())).collect();
     replies.push(Reply::text(FINAL_TEXT));
     model.push_replies(replies);
 
@@ -206,5 +204,81 @@ fn pi_extension_blocks_a_file_url_that_climbs_over_a_drive_letter() {
         assert!(!request.raw_body.contains("secret.txt\\n"), "the listing reached the model");
     }
     assert!(!outside.join("planted.txt").exists(), "a file was written outside the workspace");
+    model.assert_finished();
+}
+
+/// Issue 11's Glob escape, end to end through the real Claude Code 2.1.296 and its PreToolUse
+/// hook (no `--restricted`): absolute Glob patterns whose search base, as Claude Code cuts and
+/// trims it, is the directory holding the secret: `WORK/..<U+00A0>/*` (trimmed to `WORK/..`) and
+/// `WORK/l!nk/*` with `l!nk` a link to it (`!` is literal to Claude Code). The gate must block
+/// both with its own reason, so the secret's name never reaches the model; a Glob inside passes.
+#[test]
+fn claude_code_hook_blocks_glob_bases_that_claude_code_trims_or_takes_literally() {
+    use harness_testkit::{CliSandbox, Reply, Script, ScriptedModel};
+
+    let Some(claude) = require_cli(Cli::Claude) else { return };
+    let model = ScriptedModel::start(Script::default()).unwrap();
+    let sandbox = CliSandbox::new(&model).unwrap();
+    let work = sandbox.work_dir().canonicalize().unwrap();
+    let root = sandbox.root().canonicalize().unwrap();
+    let outside = work.parent().unwrap().to_path_buf();
+    let secret_name = "secret-name-4417.txt";
+    std::fs::write(outside.join(secret_name), SECRET_TEXT).unwrap();
+    std::fs::write(work.join("notes.txt"), INSIDE_TEXT).unwrap();
+    std::os::unix::fs::symlink(&outside, work.join("l!nk")).unwrap();
+    let policy = root.join("policy.json");
+    let text = serde_json::json!({"harness": "claude-code", "workspace": work, "tools": ["Glob"], "typed": []});
+    std::fs::write(&policy, text.to_string()).unwrap();
+    let quote =
+        |path: &std::path::Path| format!("'{}'", path.display().to_string().replace('\'', r"'\''"));
+    let hook = format!(
+        "timeout -k 2 10 {} claude-hook --policy {} || exit 2",
+        quote(gate_binary()),
+        quote(&policy)
+    );
+    let settings = serde_json::json!({"hooks": {"PreToolUse": [
+        {"matcher": "*", "hooks": [{"type": "command", "command": hook, "timeout": 20}]}
+    ]}});
+    let settings_path = root.join("settings.json");
+    std::fs::write(&settings_path, settings.to_string()).unwrap();
+
+    let work_text = work.display().to_string();
+    let calls = [
+        ("toolu_trimmed", serde_json::json!({"pattern": format!("{work_text}/..\u{a0}/*")})),
+        ("toolu_literal", serde_json::json!({"pattern": format!("{work_text}/l!nk/*")})),
+        ("toolu_inside", serde_json::json!({"pattern": format!("{work_text}/*.txt")})),
+    ];
+    let mut replies: Vec<Reply> =
+        calls.iter().map(|(id, input)| Reply::tool_use(*id, "Glob", input.clone())).collect();
+    replies.push(Reply::text(FINAL_TEXT));
+    model.push_replies(replies);
+
+    let mut command = sandbox.command(&claude);
+    command
+        .args(["-p", "List the files", "--output-format", "json", "--disable-slash-commands"])
+        .args(["--tools", "Glob", "--permission-mode", "dontAsk"])
+        .arg("--settings")
+        .arg(&settings_path)
+        .args(["--no-session-persistence", "--system-prompt", "Gate test."]);
+    let output = run_with_deadline(command, DEADLINE).unwrap();
+    output.assert_success();
+
+    let requests = model.messages_calls();
+    let results: Vec<_> = requests.iter().flat_map(|call| call.tool_results()).collect();
+    for (id, input) in &calls[..2] {
+        let result = results.iter().find(|result| result.tool_use_id == *id);
+        let result = result.unwrap_or_else(|| panic!("no result for {input}: {results:#?}"));
+        assert!(
+            result.is_error
+                && result.text.contains("harness-gate: blocked")
+                && result.text.contains("outside-workspace"),
+            "Glob {input} must be blocked by the gate: {result:#?}"
+        );
+    }
+    let inside = results.iter().find(|result| result.tool_use_id == "toolu_inside").unwrap();
+    assert!(!inside.is_error && inside.text.contains("notes.txt"), "{inside:#?}");
+    for request in &requests {
+        assert!(!request.raw_body.contains(secret_name), "the secret's name reached the model");
+    }
     model.assert_finished();
 }
