@@ -27,13 +27,10 @@ pub use call::{CallError, ToolCall};
 pub use decide::{Block, Decision, Rule, decide};
 pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
 
-/// Claude Code 2.1.296's path transforms the gate copies; `cargo xtask verify-pi` runs them
-/// beside the minified source they come from (docs/gate.md), under Node.
+/// JavaScript's `trim` white space, which the gate copies for Claude Code 2.1.296's paths;
+/// `cargo xtask verify-pi` compares it with Node's for every scalar value.
 pub mod claude {
     pub use crate::decide::is_js_space;
-    pub use crate::pattern::{
-        claude_glob_base as glob_base, claude_glob_search_dir as glob_search_dir,
-    };
 }
 
 /// Node's POSIX `path` functions the gate copies, for the same comparison.

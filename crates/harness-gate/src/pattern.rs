@@ -149,7 +149,7 @@ fn expand(pattern: &str, out: &mut Vec<String>) -> Result<(), PatternError> {
 ///
 /// The base is everything before the last `/` ahead of the first `*`, `?`, `[` or `{` (`/` when
 /// that is the first character), or the pattern's `path.dirname` when there is none of them.
-pub fn claude_glob_base(pattern: &str) -> Option<String> {
+pub(crate) fn claude_glob_base(pattern: &str) -> Option<String> {
     if !node_path::is_absolute(pattern) {
         return None;
     }
@@ -160,14 +160,6 @@ pub fn claude_glob_base(pattern: &str) -> Option<String> {
     let slash = before.rfind('/')?;
     let base = &before[..slash];
     Some(if base.is_empty() { "/".to_owned() } else { base.to_owned() })
-}
-
-/// The directory Claude Code 2.1.296's Glob searches for an absolute `pattern`: the base of
-/// [`claude_glob_base`], JavaScript-trimmed and folded by `path.normalize` (Claude Code's path
-/// expansion for an absolute path); `None` for a relative pattern.
-pub fn claude_glob_search_dir(pattern: &str) -> Option<String> {
-    let base = claude_glob_base(pattern)?;
-    Some(node_path::normalize(base.trim_matches(crate::decide::is_js_space)))
 }
 
 #[cfg(test)]
