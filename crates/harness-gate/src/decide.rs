@@ -1,13 +1,13 @@
 //! `decide`: one tool call in, one decision out.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::call::ToolCall;
 use crate::node_path;
-use crate::pattern::{self, PatternPrefix};
+use crate::pattern;
 use crate::pi_paths::{self, NormalizeOptions};
 use crate::policy::{Harness, Policy};
 use crate::walk::{self, Resolution};
@@ -39,6 +39,8 @@ pub enum Rule {
     ThroughProc,
     /// A component could not be examined, so nothing can be promised about the path.
     CannotCheck,
+    /// A file tool would write or edit inside git metadata (a `.git` component).
+    GitMetadata,
 }
 
 impl Rule {
@@ -55,6 +57,7 @@ impl Rule {
             Self::ClimbsOutOfAbsent => "climbs-out-of-absent",
             Self::ThroughProc => "through-proc",
             Self::CannotCheck => "cannot-check",
+            Self::GitMetadata => "git-metadata",
         }
     }
 }
@@ -142,6 +145,20 @@ const CLAUDE_TOOLS: &[(&str, &[Arg])] = &[
     ("Bash", &[]),
 ];
 
+/// The built-in tools that write or edit the file they name, by harness: none of them may touch
+/// git metadata (docs/gate.md). Kept apart from the tables above, which only say where paths are.
+const WRITE_TOOLS: &[(Harness, &str)] = &[
+    (Harness::Pi, "write"),
+    (Harness::Pi, "edit"),
+    (Harness::ClaudeCode, "Write"),
+    (Harness::ClaudeCode, "Edit"),
+    (Harness::ClaudeCode, "MultiEdit"),
+    (Harness::ClaudeCode, "NotebookEdit"),
+];
+
+/// Claude Code's Glob: the one tool whose pattern can move its search directory.
+const CLAUDE_GLOB: &str = "Glob";
+
 /// Answers one tool call under `policy`.
 ///
 /// The policy's built-in tools pass when every path argument (and find/Glob pattern) resolves
@@ -228,8 +245,14 @@ fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Bloc
                     _ => ".",
                 };
                 let candidates = path_candidates(policy, raw)?;
+                let writes = WRITE_TOOLS
+                    .iter()
+                    .any(|&(harness, tool)| harness == policy.harness && tool == call.tool);
                 for candidate in &candidates.primary {
-                    check_resolved(policy, raw, candidate)?;
+                    let real = check_resolved(policy, raw, candidate)?;
+                    if writes {
+                        check_not_git(policy, raw, candidate, &real)?;
+                    }
                 }
                 if read {
                     check_spellings(policy, raw, &candidates.primary)?;
@@ -251,6 +274,9 @@ fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Bloc
                     None => workspace_bases(policy),
                 };
                 check_pattern(policy, raw, &bases)?;
+                if policy.harness == Harness::ClaudeCode && call.tool == CLAUDE_GLOB {
+                    check_claude_glob_base(policy, raw)?;
+                }
             }
         }
     }
@@ -309,8 +335,9 @@ fn has_dot_dot(text: &str) -> bool {
 }
 
 /// JavaScript's `String.prototype.trim` white space (WhiteSpace and LineTerminator): what
-/// Claude Code's own trim removes.
-fn is_js_space(c: char) -> bool {
+/// Claude Code's own trim removes. `cargo xtask verify-pi` compares it with Node's `trim` for
+/// every Unicode scalar value.
+pub fn is_js_space(c: char) -> bool {
     matches!(
         c,
         '\u{9}'..='\u{d}'
@@ -345,7 +372,16 @@ fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
     match policy.harness {
         // Pi: exactly its normalizePath (Unicode spaces, one `@`, `~`, `file://`).
         Harness::Pi => {
-            Ok(vec![pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?])
+            let normalized =
+                pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?;
+            // A `file://` URL's `%00` decodes to a NUL byte, which Node's fs refuses.
+            if normalized.contains('\0') {
+                return Err(block(
+                    Rule::BadPath,
+                    format!("the path {raw:?} decodes to a NUL byte"),
+                ));
+            }
+            Ok(vec![normalized])
         }
         // Claude Code trims the path and expands `~` itself (CLIS.md §4): check the path as
         // given, as JavaScript trims it, and trimmed of Rust's white space too, each with `~`
@@ -419,8 +455,8 @@ fn add_candidates(
     }
 }
 
-/// Requires `candidate` to resolve inside the workspace's real path.
-fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Block> {
+/// Requires `candidate` to resolve inside the workspace's real path; returns that real path.
+fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<PathBuf, Block> {
     let shown = |what: &str| {
         if candidate == raw {
             format!("{raw:?} {what}")
@@ -431,7 +467,7 @@ fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Blo
     match walk::resolve(Path::new(candidate)) {
         Resolution::Existing(real) | Resolution::Absent(real) => {
             if real.starts_with(&policy.workspace_real) {
-                Ok(())
+                Ok(real)
             } else {
                 Err(block(
                     Rule::OutsideWorkspace,
@@ -477,40 +513,132 @@ fn check_spellings(policy: &Policy, raw: &str, primary: &[String]) -> Result<(),
 }
 
 fn check_pattern(policy: &Policy, raw: &str, bases: &[String]) -> Result<(), Block> {
-    let PatternPrefix { literal } = pattern::analyse(raw).map_err(|error| {
+    let literals = pattern::analyse(raw).map_err(|error| {
         block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {}", error.describe()))
     })?;
-    if literal.is_empty() {
-        // Only the search directory itself, which was checked as the tool's path.
-        return Ok(());
-    }
     let mut primary = Vec::new();
+    for literal in literals {
+        // An empty literal prefix only reaches the search directory, checked as the tool's path.
+        if !literal.is_empty() {
+            literal_candidates(policy, raw, &literal, bases, &mut primary)?;
+        }
+    }
+    for candidate in &primary {
+        check_resolved(policy, raw, candidate)?;
+    }
+    Ok(())
+}
+
+/// Adds the paths a pattern's literal prefix may name: `~` expanded both ways, an absolute one
+/// as itself, a relative one below each search base (lexically, and as the kernel reads `..`).
+fn literal_candidates(
+    policy: &Policy,
+    raw: &str,
+    literal: &str,
+    bases: &[String],
+    primary: &mut Vec<String>,
+) -> Result<(), Block> {
+    let mut lexical = Vec::new();
     if literal == "~" || literal.starts_with("~/") {
         let home = policy.home.as_deref();
         let refused =
             |error| block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {error}"));
         // Folded as Pi's normalizePath does, and as text with `..` left for the kernel.
-        let folded = pi_paths::normalize_path(&literal, NormalizeOptions::default(), home)
+        let folded = pi_paths::normalize_path(literal, NormalizeOptions::default(), home)
             .map_err(refused)?;
-        let unfolded = unfolded_tilde(&literal, home).map_err(refused)?;
-        let mut lexical = Vec::new();
-        add_candidates(policy, &folded, &mut primary, &mut lexical);
-        add_candidates(policy, &unfolded, &mut primary, &mut lexical);
-    } else if node_path::is_absolute(&literal) {
-        let mut lexical = Vec::new();
-        add_candidates(policy, &literal, &mut primary, &mut lexical);
+        let unfolded = unfolded_tilde(literal, home).map_err(refused)?;
+        add_candidates(policy, &folded, primary, &mut lexical);
+        add_candidates(policy, &unfolded, primary, &mut lexical);
+    } else if node_path::is_absolute(literal) {
+        add_candidates(policy, literal, primary, &mut lexical);
     } else {
         for base in bases {
-            if let Some(resolved) = node_path::resolve(base, &literal) {
-                push_unique(&mut primary, resolved);
+            if let Some(resolved) = node_path::resolve(base, literal) {
+                push_unique(primary, resolved);
             }
-            if has_dot_dot(&literal) {
-                push_unique(&mut primary, format!("{base}/{literal}"));
+            if has_dot_dot(literal) {
+                push_unique(primary, format!("{base}/{literal}"));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Claude Code's Glob searches, for an absolute pattern, a directory it cuts out of the pattern
+/// and passes through its path expansion (JavaScript `trim`, then `path.normalize`); the tool's
+/// `path` is then ignored. That directory is checked as given, JavaScript-trimmed, trimmed of
+/// Rust's white space too, each normalised and (when it holds `..`) as the kernel reads it.
+fn check_claude_glob_base(policy: &Policy, raw: &str) -> Result<(), Block> {
+    let Some(base) = pattern::claude_glob_base(raw) else {
+        return Ok(());
+    };
+    let mut primary = Vec::new();
+    let mut lexical = Vec::new();
+    for form in [base.as_str(), base.trim_matches(is_js_space), base.trim_matches(is_trimmed_space)]
+    {
+        if !form.is_empty() {
+            add_candidates(policy, form, &mut primary, &mut lexical);
         }
     }
     for candidate in &primary {
         check_resolved(policy, raw, candidate)?;
+    }
+    Ok(())
+}
+
+/// Where the workspace's own `.git` leads when it is not a plain directory: the real path of a
+/// `.git` symlink, or the directory a `.git` file names (`gitdir: PATH`, as a linked worktree or
+/// a submodule has). Writes there are git metadata under another name.
+fn git_dir_targets(policy: &Policy) -> Vec<PathBuf> {
+    let dot_git = Path::new(&policy.workspace_real).join(GIT_DIR);
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+        return Vec::new();
+    };
+    let named = if meta.file_type().is_symlink() {
+        dot_git
+    } else if meta.is_file() {
+        // Only the first line matters to git; a bounded read keeps a huge file harmless.
+        let mut head = Vec::with_capacity(4096);
+        let read = std::fs::File::open(&dot_git).and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, 4096), &mut head)
+        });
+        let text = String::from_utf8_lossy(&head);
+        match (read, text.lines().next().and_then(|line| line.strip_prefix("gitdir:"))) {
+            (Ok(_), Some(target)) => Path::new(&policy.workspace_real).join(target.trim()),
+            _ => return Vec::new(),
+        }
+    } else {
+        return Vec::new();
+    };
+    match walk::resolve(&named) {
+        Resolution::Existing(real) | Resolution::Absent(real) => vec![real],
+        _ => Vec::new(),
+    }
+}
+
+/// The name git keeps its metadata under. Linux names are case-sensitive, and git on Linux opens
+/// exactly `.git`, so `.GIT` is an ordinary name.
+const GIT_DIR: &str = ".git";
+
+/// Refuses a write whose path, as the tool spells it (`candidate`) or as it really leads
+/// (`real`), has a `.git` component below the workspace.
+fn check_not_git(policy: &Policy, raw: &str, candidate: &str, real: &Path) -> Result<(), Block> {
+    let below_workspace = |path: &Path| -> bool {
+        let tail = [policy.workspace.as_str(), policy.workspace_real.as_str()]
+            .iter()
+            .find_map(|workspace| path.strip_prefix(workspace).ok())
+            .unwrap_or(path);
+        tail.components().any(|component| component == Component::Normal(GIT_DIR.as_ref()))
+    };
+    let into_git_dir = || git_dir_targets(policy).iter().any(|target| real.starts_with(target));
+    if below_workspace(Path::new(candidate)) || below_workspace(real) || into_git_dir() {
+        return Err(block(
+            Rule::GitMetadata,
+            format!(
+                "{raw:?} (as {real:?}) is inside git metadata (a {GIT_DIR:?} directory), which \
+                 no file tool may write"
+            ),
+        ));
     }
     Ok(())
 }
