@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
+use harness_contract::{BuiltinTool, PathField, PathKind};
 use serde_json::Value;
 
 use crate::call::ToolCall;
@@ -97,68 +98,6 @@ fn block(rule: Rule, reason: String) -> Block {
     Block { rule, reason }
 }
 
-/// How a tool argument is checked.
-#[derive(Debug, Clone, Copy)]
-enum Arg {
-    /// A path the tool opens. `read` adds the other spellings Pi's read (or Claude Code's Read)
-    /// may open instead. An optional path defaults to the working directory.
-    Path { field: &'static str, required: bool, read: bool },
-    /// A glob pattern, relative to the tool's path argument (or the workspace).
-    Pattern { field: &'static str, required: bool },
-}
-
-const fn path(field: &'static str) -> Arg {
-    Arg::Path { field, required: true, read: false }
-}
-const fn read_path(field: &'static str) -> Arg {
-    Arg::Path { field, required: true, read: true }
-}
-const fn optional_path(field: &'static str) -> Arg {
-    Arg::Path { field, required: false, read: false }
-}
-const fn pattern(field: &'static str, required: bool) -> Arg {
-    Arg::Pattern { field, required }
-}
-
-/// Pi 0.85.1's built-in tools and their path arguments (CLIS.md §2.4). `bash` has none: it is
-/// limited only by the tool limit (S0 line 5).
-const PI_TOOLS: &[(&str, &[Arg])] = &[
-    ("read", &[read_path("path")]),
-    ("write", &[path("path")]),
-    ("edit", &[path("path")]),
-    ("grep", &[optional_path("path"), pattern("glob", false)]),
-    ("find", &[optional_path("path"), pattern("pattern", true)]),
-    ("ls", &[optional_path("path")]),
-    ("bash", &[]),
-];
-
-/// Claude Code 2.1.296's file tools and their path arguments, and its tools without one.
-const CLAUDE_TOOLS: &[(&str, &[Arg])] = &[
-    ("Read", &[read_path("file_path")]),
-    ("Write", &[path("file_path")]),
-    ("Edit", &[path("file_path")]),
-    ("MultiEdit", &[path("file_path")]),
-    ("NotebookEdit", &[path("notebook_path")]),
-    ("Grep", &[optional_path("path"), pattern("glob", false)]),
-    ("Glob", &[optional_path("path"), pattern("pattern", true)]),
-    ("LS", &[path("path")]),
-    ("Bash", &[]),
-];
-
-/// The built-in tools that write or edit the file they name, by harness: none of them may touch
-/// git metadata (docs/gate.md). Kept apart from the tables above, which only say where paths are.
-const WRITE_TOOLS: &[(Harness, &str)] = &[
-    (Harness::Pi, "write"),
-    (Harness::Pi, "edit"),
-    (Harness::ClaudeCode, "Write"),
-    (Harness::ClaudeCode, "Edit"),
-    (Harness::ClaudeCode, "MultiEdit"),
-    (Harness::ClaudeCode, "NotebookEdit"),
-];
-
-/// Claude Code's Glob: the one tool whose pattern can move its search directory.
-const CLAUDE_GLOB: &str = "Glob";
-
 /// Answers one tool call under `policy`.
 ///
 /// The policy's built-in tools pass when every path argument (and find/Glob pattern) resolves
@@ -172,21 +111,27 @@ pub fn decide(policy: &Policy, call: &ToolCall) -> Decision {
 
 fn check(policy: &Policy, call: &ToolCall) -> Result<(), Block> {
     let name = call.tool.as_str();
-    let table = match policy.harness {
-        Harness::Pi => PI_TOOLS,
-        Harness::ClaudeCode => CLAUDE_TOOLS,
-    };
-    let known = table.iter().find(|(tool, _)| *tool == name).map(|(_, args)| *args);
+    // The built-in tools and their path fields come from harness-contract, the table the
+    // adapters grant tools from, so the gate knows every tool a bundle can grant.
+    let known = harness_contract::builtin(policy.harness, name);
     if policy.tools.iter().any(|tool| tool == name) {
         return match known {
-            Some(args) => check_args(policy, call, args),
-            None => check_unknown_tool_paths(policy, call),
+            Some(tool) => check_args(policy, call, tool),
+            // A policy can only list such a tool if it was not built by this version's bundle;
+            // what such a tool opens is unknown, so it does not run.
+            None => Err(block(
+                Rule::ToolNotAllowed,
+                format!(
+                    "{name:?} is not a {} built-in tool this gate knows the paths of",
+                    policy.harness
+                ),
+            )),
         };
     }
     if is_typed(policy, name) {
         // A typed tool named like a built-in file tool still gets its paths checked.
         return match known {
-            Some(args) => check_args(policy, call, args),
+            Some(tool) => check_args(policy, call, tool),
             None => Ok(()),
         };
     }
@@ -222,16 +167,16 @@ fn string_field<'a>(
     }
 }
 
-fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Block> {
-    if args.is_empty() {
+fn check_args(policy: &Policy, call: &ToolCall, tool: &BuiltinTool) -> Result<(), Block> {
+    if tool.fields.is_empty() {
         return Ok(());
     }
     let object = input_object(call)?;
     // Where a pattern is relative to: the tool's own path argument, or the workspace.
     let mut search_bases: Option<Vec<String>> = None;
-    for arg in args {
-        match *arg {
-            Arg::Path { field, required, read } => {
+    for &PathField { name: field, kind } in tool.fields {
+        match kind {
+            PathKind::Path { required, read } => {
                 let value = string_field(call, object, field)?;
                 let raw = match value {
                     Some(raw) if !raw.is_empty() => raw,
@@ -245,12 +190,9 @@ fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Bloc
                     _ => ".",
                 };
                 let candidates = path_candidates(policy, raw)?;
-                let writes = WRITE_TOOLS
-                    .iter()
-                    .any(|&(harness, tool)| harness == policy.harness && tool == call.tool);
                 for candidate in &candidates.primary {
                     let real = check_resolved(policy, raw, candidate)?;
-                    if writes {
+                    if tool.writes {
                         check_not_git(policy, raw, candidate, &real)?;
                     }
                 }
@@ -259,7 +201,7 @@ fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Bloc
                 }
                 search_bases = Some(candidates.lexical);
             }
-            Arg::Pattern { field, required } => {
+            PathKind::Pattern { required, absolute_base } => {
                 let Some(raw) = string_field(call, object, field)? else {
                     if required {
                         return Err(block(
@@ -274,35 +216,10 @@ fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Bloc
                     None => workspace_bases(policy),
                 };
                 check_pattern(policy, raw, &bases)?;
-                if policy.harness == Harness::ClaudeCode && call.tool == CLAUDE_GLOB {
+                if absolute_base {
                     check_claude_glob_base(policy, raw)?;
                 }
             }
-        }
-    }
-    Ok(())
-}
-
-/// A tool the policy lists but the gate has no table for: every top-level string field whose
-/// name ends in `path` (`path`, `file_path`, `notebookPath`, ...) is checked as a path.
-fn check_unknown_tool_paths(policy: &Policy, call: &ToolCall) -> Result<(), Block> {
-    let Some(object) = call.input.as_object() else {
-        return Ok(());
-    };
-    for (field, value) in object {
-        if !field.to_ascii_lowercase().ends_with("path") {
-            continue;
-        }
-        let Value::String(raw) = value else {
-            return Err(block(
-                Rule::BadInput,
-                format!("{field:?} of {:?} is not a string", call.tool),
-            ));
-        };
-        let raw = if raw.is_empty() { "." } else { raw.as_str() };
-        let candidates = path_candidates(policy, raw)?;
-        for candidate in &candidates.primary {
-            check_resolved(policy, raw, candidate)?;
         }
     }
     Ok(())

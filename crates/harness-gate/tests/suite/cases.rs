@@ -230,12 +230,15 @@ fn typed_tools_pass_under_their_harness_names() {
     check(BASIC, r#"pi mcp__mosaic__list_tasks {}"#, "block tool-not-allowed");
 }
 
+/// A policy that lists a built-in the gate has no path table for (one this version's bundle cannot
+/// grant) gets it blocked: what such a tool opens is unknown, so guessing at its fields would be
+/// a path check on a model of the tool.
 #[test]
-fn a_listed_tool_the_gate_does_not_know_gets_its_path_fields_checked() {
-    check(BASIC, r#"pi frobnicate {"target_path":"$ROOT/secret"}"#, "block outside-workspace");
-    check(BASIC, r#"claude Frobnicate {"notebookPath":"../secret"}"#, "block outside-workspace");
-    check(BASIC, r#"claude Frobnicate {"url":"$ROOT/secret"}"#, "allow");
-    check(BASIC, r#"claude Frobnicate {"path":"a.txt"}"#, "allow");
+fn a_listed_tool_the_gate_does_not_know_is_blocked_whatever_its_fields() {
+    check(BASIC, r#"pi frobnicate {"target_path":"$ROOT/secret"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude Frobnicate {"notebookPath":"../secret"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude Frobnicate {"url":"$ROOT/secret"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude Frobnicate {"path":"a.txt"}"#, "block tool-not-allowed");
 }
 
 #[test]
