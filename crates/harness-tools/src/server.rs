@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::args::prepare_args;
 use crate::broker::{Broker, BrokerError, RefusalCode};
 use crate::capability::Capability;
-use crate::catalogue::{Route, ToolDef};
+use crate::catalogue::{Route, ToolDef, shape_result};
 use crate::reply::reply_text;
 use crate::tools_file::ToolsFile;
 use crate::wire::{MAX_REQUEST_BYTES, ToolErrorKind, ToolReply, ToolRequest};
@@ -441,9 +441,12 @@ fn answer(shared: &Shared, line: &[u8]) -> ToolReply {
         }
     };
     let result = match tool.route {
-        Route::Broker(verb) => {
-            shared.backends.broker.call(&shared.capability, verb, &args).map_err(from_broker)
-        }
+        Route::Broker(verb) => shared
+            .backends
+            .broker
+            .call(&shared.capability, verb, &args)
+            .map_err(from_broker)
+            .and_then(|result| shape_result(verb, result).map_err(BackendError::Failed)),
         Route::Launch => shared.backends.launch.call(&shared.capability, tool, &args),
         Route::Git(_) => shared.backends.git.call(&shared.capability, tool, &args),
     };

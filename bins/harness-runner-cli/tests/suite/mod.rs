@@ -2,6 +2,7 @@ mod exits;
 mod faults;
 mod fixture;
 mod garbage;
+mod hostile;
 mod git_tools;
 mod load;
 mod real_sessions;
