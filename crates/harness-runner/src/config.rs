@@ -152,7 +152,8 @@ pub fn read_capability(input: &mut impl BufRead) -> Result<Capability, RunError>
     // The error names the shape, never the text: the line holds the capability.
     let parsed: CapLine = serde_json::from_str(&line)
         .map_err(|_| RunError::Stdin("stdin is not {\"cap\": \"...\"} and a newline"))?;
-    Capability::new(parsed.cap).map_err(|_| RunError::Stdin("the capability on stdin is not usable"))
+    Capability::new(parsed.cap)
+        .map_err(|_| RunError::Stdin("the capability on stdin is not usable"))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError> {
@@ -193,8 +194,9 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
         }
     }
     if let Some(state) = &file.state_dir {
-        check_state_dir(state, dir, &file.workspace)
-            .map_err(|reason| RunError::invalid(&run_json, format!("stateDir {state:?} {reason}")))?;
+        check_state_dir(state, dir, &file.workspace).map_err(|reason| {
+            RunError::invalid(&run_json, format!("stateDir {state:?} {reason}"))
+        })?;
     }
     let bundle = dir.join(&file.bundle);
     let manifest: Manifest = read_json(&bundle.join("manifest.json"))?;

@@ -122,7 +122,10 @@ mod tests {
     #[test]
     fn a_founder_variable_that_is_not_utf8_still_stops_the_run() {
         let bad = Environment::from_pairs([
-            (OsString::from("SSH_AUTH_SOCK"), OsString::from_vec(b"/tmp/ssh-\xe9/agent.1".to_vec())),
+            (
+                OsString::from("SSH_AUTH_SOCK"),
+                OsString::from_vec(b"/tmp/ssh-\xe9/agent.1".to_vec()),
+            ),
             (OsString::from("MOSAIC_ROLE_TOKEN_GITEA"), OsString::from("t")),
         ]);
         assert_eq!(check(&bad, POLICY).unwrap_err().exit_code(), 20);

@@ -68,7 +68,9 @@ pub enum RunError {
         path: PathBuf,
     },
     /// A founder credential is in the environment (exit 20).
-    #[error("founder credentials: {variable} is set: a founder credential must never reach a session")]
+    #[error(
+        "founder credentials: {variable} is set: a founder credential must never reach a session"
+    )]
     FounderCredential {
         /// The variable.
         variable: String,
@@ -96,7 +98,9 @@ pub enum RunError {
         code: RefusalCode,
     },
     /// `role.claim` got no answer, or the broker stayed unreachable (exit 23).
-    #[error("the broker is unreachable: {tries} broker polls in a row failed ({operation}); the last: {source}")]
+    #[error(
+        "the broker is unreachable: {tries} broker polls in a row failed ({operation}); the last: {source}"
+    )]
     BrokerUnreachable {
         /// The verb that failed last.
         operation: &'static str,
@@ -170,8 +174,13 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every refusal, for tests and docs.
-    pub const ALL: [Refusal; 5] =
-        [Self::NotAClone, Self::BadBranch, Self::NoSuchBranch, Self::BundleTooLarge, Self::LandBusy];
+    pub const ALL: [Refusal; 5] = [
+        Self::NotAClone,
+        Self::BadBranch,
+        Self::NoSuchBranch,
+        Self::BundleTooLarge,
+        Self::LandBusy,
+    ];
 
     /// The stable code the model and the logs read.
     pub fn code(self) -> &'static str {

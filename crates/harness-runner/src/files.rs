@@ -18,16 +18,21 @@ pub(crate) const MAX_READ: u64 = 4 * 1024 * 1024;
 /// Reads `path` whole, if it is a regular file of at most `cap` bytes; `None` when it does not
 /// exist. A link, a FIFO, a device or a file over `cap` is an error naming it.
 pub(crate) fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, RunError> {
-    let flags = OFlags::RDONLY.union(OFlags::NOFOLLOW).union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
+    let flags =
+        OFlags::RDONLY.union(OFlags::NOFOLLOW).union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
     let fd = match rustix::fs::open(path, flags, Mode::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::NOENT) => return Ok(None),
         Err(rustix::io::Errno::LOOP) => {
-            return Err(RunError::invalid(path, "is a symbolic link; the runner does not follow it"));
+            return Err(RunError::invalid(
+                path,
+                "is a symbolic link; the runner does not follow it",
+            ));
         }
         Err(error) => return Err(RunError::io("open", path)(error.into())),
     };
-    let stat = rustix::fs::fstat(&fd).map_err(|error| RunError::io("inspect", path)(error.into()))?;
+    let stat =
+        rustix::fs::fstat(&fd).map_err(|error| RunError::io("inspect", path)(error.into()))?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(RunError::invalid(path, "is not a regular file"));
     }
@@ -78,14 +83,8 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         assert!(read_capped(&path, 10).unwrap_err().to_string().contains("symbolic link"));
         std::fs::remove_file(&path).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &path,
-            FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        rustix::fs::mknodat(rustix::fs::CWD, &path, FileType::Fifo, Mode::from_raw_mode(0o600), 0)
+            .unwrap();
         assert!(read_capped(&path, 10).unwrap_err().to_string().contains("not a regular file"));
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, "0123456789x").unwrap();

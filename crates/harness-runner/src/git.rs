@@ -133,7 +133,8 @@ impl GitTools {
             ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
             ("GIT_TERMINAL_PROMPT".into(), "0".into()),
         ];
-        let mut argv: Vec<OsString> = vec!["-c".into(), "core.hooksPath=/dev/null".into(), "-C".into()];
+        let mut argv: Vec<OsString> =
+            vec!["-c".into(), "core.hooksPath=/dev/null".into(), "-C".into()];
         argv.push(dir.as_os_str().to_owned());
         argv.extend(args.iter().map(OsString::from));
         let outcome = supervise::run(Spawn {
@@ -148,7 +149,8 @@ impl GitTools {
             pre_exec: self.pre_exec.as_deref(),
         })
         .map_err(|error| failed(format!("git could not start: {error}")))?;
-        let what = format!("git {}", args.iter().find(|arg| !arg.starts_with('-')).copied().unwrap_or(""));
+        let what =
+            format!("git {}", args.iter().find(|arg| !arg.starts_with('-')).copied().unwrap_or(""));
         if !outcome.success() {
             let stderr = String::from_utf8_lossy(&outcome.stderr);
             return Err(failed(format!(

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use harness_tools::{
-    Backends, Broker, BrokerConfig, BrokerError, Capability, NotAvailable, RefusalCode,
-    ToolSocket, ToolSocketConfig, UnixBroker, Verb,
+    Backends, Broker, BrokerConfig, BrokerError, Capability, NotAvailable, RefusalCode, ToolSocket,
+    ToolSocketConfig, UnixBroker, Verb,
 };
 use harness_unslop::{NotesCursor, ResultNotes};
 use serde::{Deserialize, Serialize};
@@ -131,7 +131,11 @@ pub fn run<R: std::io::BufRead + Send + 'static>(
 
 fn prepare_dirs(run: &Run) -> Result<(), RunError> {
     use std::os::unix::fs::DirBuilderExt;
-    for path in ["turns", "session", "tmp"].map(|dir| run.dir.join(dir)).into_iter().chain([run.state_dir()]) {
+    for path in ["turns", "session", "tmp"]
+        .map(|dir| run.dir.join(dir))
+        .into_iter()
+        .chain([run.state_dir()])
+    {
         match std::fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => {}
             Err(error)

@@ -361,7 +361,10 @@ mod tests {
 
     #[test]
     fn output_is_capped_and_the_status_kept() {
-        let outcome = sh("head -c 100000 /dev/zero | tr '\\0' a; echo err >&2; exit 3", Duration::from_secs(20));
+        let outcome = sh(
+            "head -c 100000 /dev/zero | tr '\\0' a; echo err >&2; exit 3",
+            Duration::from_secs(20),
+        );
         assert_eq!(outcome.stdout, b"aaaaaaaaaaaaaaaa");
         assert_eq!(outcome.stderr, b"err\n");
         assert_eq!(outcome.ended.describe("it", Duration::ZERO), "it exited with status 3");

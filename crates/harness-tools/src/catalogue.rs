@@ -206,7 +206,10 @@ impl Grant {
 /// What the model is told of a broker verb's result: the result as it is, but for
 /// `organization.revision`, which the spec answers with `{revision}` alone. An error names what
 /// the broker's result lacks.
-pub(crate) fn shape_result(verb: Verb, result: serde_json::Value) -> Result<serde_json::Value, String> {
+pub(crate) fn shape_result(
+    verb: Verb,
+    result: serde_json::Value,
+) -> Result<serde_json::Value, String> {
     match verb {
         Verb::OrganizationRevision => match result.get("revision") {
             Some(revision) if revision.is_string() || revision.is_i64() || revision.is_u64() => {

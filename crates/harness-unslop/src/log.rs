@@ -189,7 +189,8 @@ pub fn read_slice(path: &Path, from: u64) -> Result<LogSlice, UnslopError> {
     use rustix::fs::{FileType, Mode, OFlags};
     let log_error =
         |source| UnslopError::Log { operation: "read", path: path.to_path_buf(), source };
-    let flags = OFlags::RDONLY.union(OFlags::NOFOLLOW).union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
+    let flags =
+        OFlags::RDONLY.union(OFlags::NOFOLLOW).union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
     let fd = match rustix::fs::open(path, flags, Mode::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::NOENT) => return Ok(LogSlice { end: from, ..LogSlice::default() }),

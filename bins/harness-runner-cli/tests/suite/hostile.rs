@@ -15,8 +15,7 @@ use harness_testkit::BrokerAnswer;
 use serde_json::{Value, json};
 
 use super::fixture::{
-    CAP, Fixture, alive, assert_clean, finish, message, start, stderr, terminate, tool,
-    wait_until,
+    CAP, Fixture, alive, assert_clean, finish, message, start, stderr, terminate, tool, wait_until,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -118,8 +117,7 @@ fn the_adapter_cannot_read_the_capability_out_of_the_runners_memory() {
                 stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
             }
         }
-        std::fs::set_permissions(fx.broker.dir(), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(fx.broker.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(fx.broker.socket(), std::fs::Permissions::from_mode(0o777))
             .unwrap();
     }
@@ -175,10 +173,8 @@ fn a_founder_variable_that_is_not_utf8_stops_the_run_before_the_claim() {
 fn a_pass_env_value_that_is_not_utf8_reaches_the_adapter_as_is() {
     let fx = Fixture::new();
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
-    let child = spawn_os(
-        &fx,
-        &[("TEST_MODE", b"env".to_vec()), ("TEST_MARK", b"caf\xe9-\xff".to_vec())],
-    );
+    let child =
+        spawn_os(&fx, &[("TEST_MODE", b"env".to_vec()), ("TEST_MARK", b"caf\xe9-\xff".to_vec())]);
     wait_until(LIMIT, "the reply", || !fx.broker.calls_of("message.send").is_empty());
     terminate(&child);
     assert_eq!(finish(child, LIMIT).status.code(), Some(0));
@@ -272,7 +268,11 @@ fn a_malformed_message_with_an_id_and_a_sender_is_answered_then_marked_read() {
         ("m-nosent", json!({"kind": "message", "text": "Hi"}), "sentAt"),
         ("m-number", json!({"kind": "message", "sentAt": 7, "text": "Hi"}), "integer"),
         ("m-kind", json!({"kind": "memo", "sentAt": "2026-11-30T03:00:00Z", "text": "Hi"}), "memo"),
-        ("m-null", json!({"kind": "message", "sentAt": "2026-11-30T03:00:00Z", "text": null}), "null"),
+        (
+            "m-null",
+            json!({"kind": "message", "sentAt": "2026-11-30T03:00:00Z", "text": null}),
+            "null",
+        ),
     ] {
         let fx = Fixture::new();
         let mut message = body;
@@ -509,7 +509,10 @@ fn organization_revision_returns_the_revision_alone() {
         BrokerAnswer::result(json!({"revision": 12, "organization": {"limits": {"pm": 3}}})),
     );
     let child = start(&fx, &[]);
-    assert_eq!(tool(&fx.run, "organization_revision", json!({})), (true, r#"{"revision":12}"#.into()));
+    assert_eq!(
+        tool(&fx.run, "organization_revision", json!({})),
+        (true, r#"{"revision":12}"#.into())
+    );
     fx.broker.answer("organization.revision", BrokerAnswer::result(json!({"rev": 12})));
     let (ok, text) = tool(&fx.run, "organization_revision", json!({}));
     assert!(!ok && text.contains("holds no revision"), "{text}");
