@@ -176,7 +176,13 @@ impl GitTools {
         let bundle = self.bundle_path("push");
         let path = bundle.0.to_string_lossy().into_owned();
         self.git(&clone, &["bundle", "create", "--quiet", &path, &local])?;
-        let size = std::fs::metadata(&bundle.0).map_err(failed)?.len();
+        // `RUN/tmp` is writable by the session: the bundle must still be the regular file git
+        // wrote, not a link or a FIFO put in its place.
+        let meta = std::fs::symlink_metadata(&bundle.0).map_err(failed)?;
+        if !meta.file_type().is_file() {
+            return Err(failed("the bundle git wrote was replaced by something else"));
+        }
+        let size = meta.len();
         if size > MAX_BUNDLE_BYTES {
             return Err(refused(Refusal::BundleTooLarge));
         }

@@ -229,10 +229,30 @@ struct RunnerState {
     /// The last messages this run directory's runners answered (their RESULT delivered or kept)
     /// or otherwise handled, newest last: a restarted runner marks such a message read again
     /// and never answers it twice.
-    handled: VecDeque<String>,
+    handled: VecDeque<Handled>,
     /// Where the unslop note stands.
     #[serde(default)]
     notes: Option<NotesCursor>,
+}
+
+/// One handled message: its id and the digest of what it said. A message counts as handled
+/// only if both match, so whoever can write the state file (a session with bash while
+/// confinement is off and the state directory is the default) cannot make the runner skip a
+/// message it has not seen whole: at worst it makes the runner answer one twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Handled {
+    id: String,
+    digest: String,
+}
+
+/// The SHA-256 of the message's `id`, `from`, `kind`, `sentAt` and `text` as the broker sent
+/// them (any JSON, a malformed message's too), in hex.
+fn message_digest(message: &Value) -> String {
+    use sha2::Digest;
+    let fields = ["id", "from", "kind", "sentAt", "text"]
+        .map(|key| message.get(key).cloned().unwrap_or(Value::Null));
+    let digest = sha2::Sha256::digest(Value::from(fields.to_vec()).to_string().as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// The state file in the state directory.
@@ -261,6 +281,8 @@ struct Session<'a> {
 /// A reply that must reach its sender before the message is marked read.
 struct Pending {
     id: String,
+    /// The digest of the message it answers.
+    digest: String,
     from: String,
     result: harness_unslop::OutgoingResult,
     /// The turn it answers, for `turns/NNNN.unsent`; none for a malformed message.
@@ -446,10 +468,15 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// True if and only if this message (its id and its digest) is answered already.
+    fn is_handled(&self, id: &str, digest: &str) -> bool {
+        self.state.handled.iter().any(|known| known.id == id && known.digest == digest)
+    }
+
     /// Records that message `id` is answered or otherwise done with.
-    fn handled(&mut self, id: &str, notes: &ResultNotes) {
-        if !self.state.handled.iter().any(|known| known == id) {
-            self.state.handled.push_back(id.to_owned());
+    fn handled(&mut self, id: &str, digest: &str, notes: &ResultNotes) {
+        if !self.is_handled(id, digest) {
+            self.state.handled.push_back(Handled { id: id.to_owned(), digest: digest.to_owned() });
         }
         while self.state.handled.len() > HANDLED_KEPT {
             self.state.handled.pop_front();
@@ -482,7 +509,7 @@ impl<'a> Session<'a> {
                     Ok(()) => {
                         notes.sent(&reply.result);
                         // Delivered: recorded before anything else, so no runner answers it again.
-                        self.handled(&reply.id, &notes);
+                        self.handled(&reply.id, &reply.digest, &notes);
                         after = Some(reply.id.clone());
                         failures = 0;
                     }
@@ -506,7 +533,7 @@ impl<'a> Session<'a> {
                         // The reply cannot be delivered: keep it for the operator, keep its note
                         // for the next reply, and go on.
                         self.keep_unsent(&reply, &format!("message.send refused ({code})"));
-                        self.handled(&reply.id, &notes);
+                        self.handled(&reply.id, &reply.digest, &notes);
                         after = Some(reply.id.clone());
                     }
                 }
@@ -539,9 +566,21 @@ impl<'a> Session<'a> {
                 }
                 continue;
             }
+            let digest = message_digest(&message);
+            if let Some(id) = message.get("id").and_then(Value::as_str)
+                && self.is_handled(id, &digest)
+            {
+                // Answered before (this runner or one before it on this run directory) and not
+                // marked read, the mark lost with the broker or a stop: mark it now, no turn.
+                eprintln!(
+                    "harness-runner: message {id} was answered already; it is marked read again"
+                );
+                after = Some(id.to_owned());
+                continue;
+            }
             let message: Message = match serde_json::from_value(message.clone()) {
                 Ok(message) => message,
-                Err(error) => match self.malformed(&message, &error.to_string(), &notes) {
+                Err(error) => match self.malformed(&message, &digest, &error.to_string(), &notes) {
                     Malformed::Answer(reply) => {
                         pending = Some(reply);
                         continue;
@@ -562,16 +601,6 @@ impl<'a> Session<'a> {
                     }
                 },
             };
-            if self.state.handled.iter().any(|id| id == &message.id) {
-                // Answered before (this runner or one before it on this run directory) and not
-                // marked read, the mark lost with the broker or a stop: mark it now, no turn.
-                eprintln!(
-                    "harness-runner: message {} was answered already; it is marked read again",
-                    message.id
-                );
-                after = Some(message.id.clone());
-                continue;
-            }
             let (number, outcome) = match self.turn(&message, &session_id) {
                 Ok(turn) => turn,
                 Err(error) => break Err(error),
@@ -596,13 +625,14 @@ impl<'a> Session<'a> {
             }
             if message.kind == MessageKind::Result {
                 // An incoming RESULT never gets an automatic reply; its note waits for one.
-                self.handled(&message.id, &notes);
+                self.handled(&message.id, &digest, &notes);
                 after = Some(message.id.clone());
                 continue;
             }
             let result = notes.compose(&answer);
             pending = Some(Pending {
                 id: message.id.clone(),
+                digest,
                 from: message.from.clone(),
                 result,
                 turn: Some(number),
@@ -631,23 +661,27 @@ impl<'a> Session<'a> {
 
     /// A message that does not parse: answered `The turn failed: malformed message: …` when
     /// its id and sender can be read, else skipped.
-    fn malformed(&mut self, message: &Value, reason: &str, notes: &ResultNotes) -> Malformed {
+    fn malformed(
+        &mut self,
+        message: &Value,
+        digest: &str,
+        reason: &str,
+        notes: &ResultNotes,
+    ) -> Malformed {
         let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let from = message.get("from").and_then(Value::as_str).filter(|from| !from.is_empty());
         let shown = id.map_or_else(|| "without an id".to_owned(), |id| id.to_owned());
         eprintln!("harness-runner: malformed message {shown}: {reason}");
         match (id, from) {
-            (Some(id), _) if self.state.handled.iter().any(|known| known == id) => {
-                Malformed::Skip(Some(id.to_owned()))
-            }
             (Some(id), Some(from)) => Malformed::Answer(Pending {
                 id: id.to_owned(),
+                digest: digest.to_owned(),
                 from: from.to_owned(),
                 result: notes.compose(&format!("The turn failed: malformed message: {reason}")),
                 turn: None,
             }),
             (Some(id), None) => {
-                self.handled(id, notes);
+                self.handled(id, digest, notes);
                 Malformed::Skip(Some(id.to_owned()))
             }
             (None, _) => Malformed::Skip(None),

@@ -377,10 +377,49 @@ mod tests {
     }
 
     #[test]
-    fn a_deadline_kills_the_group() {
-        let outcome = sh("echo started; sleep 30", Duration::from_millis(300));
+    fn a_deadline_kills_the_whole_group() {
+        let outcome = run(Spawn {
+            program: Path::new("/bin/sh"),
+            args: vec!["-c".into(), "sleep 30 & echo $!; sleep 30".into()],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: Path::new("/"),
+            stdout_cap: 64,
+            stderr: StderrTo::Capture(16),
+            deadline: Duration::from_millis(300),
+            stop: None,
+            pre_exec: None,
+        })
+        .unwrap();
         assert_eq!(outcome.ended, Ended::TimedOut);
-        assert_eq!(outcome.stdout, b"started\n");
+        // The background child held stdout too: what was printed is kept all the same.
+        let background: i32 = String::from_utf8(outcome.stdout).unwrap().trim().parse().unwrap();
+        let gone = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |stat| stat.rsplit(')').next().unwrap().trim().starts_with('Z'))
+        };
+        let started = Instant::now();
+        while !gone(background) && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(gone(background), "the group's other process outlived the deadline");
+    }
+
+    #[test]
+    fn the_stop_flag_ends_it() {
+        let stop = AtomicBool::new(true);
+        let outcome = run(Spawn {
+            program: Path::new("/bin/sh"),
+            args: vec!["-c".into(), "sleep 30".into()],
+            env: Vec::new(),
+            cwd: Path::new("/"),
+            stdout_cap: 16,
+            stderr: StderrTo::Capture(16),
+            deadline: Duration::from_secs(30),
+            stop: Some(&stop),
+            pre_exec: None,
+        })
+        .unwrap();
+        assert_eq!(outcome.ended, Ended::Stopped);
     }
 
     #[derive(Debug)]

@@ -390,7 +390,7 @@ fn an_unslop_log_replaced_by_a_fifo_or_a_link_to_dev_zero_is_a_broken_check_told
         let mut peak = 0;
         while sends(&fx).len() < 2 {
             peak = peak.max(rss_kib(child.id()));
-            if peak > 200 * 1024 || started.elapsed() > LIMIT {
+            if peak > 64 * 1024 || started.elapsed() > LIMIT {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!("{mode}: no two replies in time, or the runner grew to {peak} KiB");
@@ -553,4 +553,21 @@ fn a_restarted_runner_does_not_tell_the_previous_runs_note_again() {
     assert_eq!(finish(child, LIMIT).status.code(), Some(0));
     assert_eq!(sends(&fx)[1]["text"], "answered: B", "the note was told again");
     assert!(Path::new(&fx.run.join("state/runner-state.json")).is_file());
+}
+
+#[test]
+fn a_forged_runner_state_cannot_make_the_runner_skip_a_message() {
+    let fx = Fixture::new();
+    // What a session with bash could leave for the next runner while the state directory is
+    // the default one and confinement is off: m1 recorded as answered.
+    std::fs::create_dir(fx.run.join("state")).unwrap();
+    let forged = json!({"handled": [{"id": "m1", "digest": "0".repeat(64)}]});
+    std::fs::write(fx.run.join("state/runner-state.json"), forged.to_string()).unwrap();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
+    let child = fx.spawn(&[]);
+    wait_until(LIMIT, "m1 marked read", || marked_read(&fx, "m1"));
+    terminate(&child);
+    assert_eq!(finish(child, LIMIT).status.code(), Some(0));
+    assert_eq!(sends(&fx).len(), 1, "m1 was skipped");
+    assert_eq!(sends(&fx)[0]["text"], "answered: Hi");
 }
