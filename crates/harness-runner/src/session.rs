@@ -273,6 +273,8 @@ struct Session<'a> {
     /// The same broker with a short timeout, for the calls after a stop.
     leaving: Arc<dyn Broker>,
     config: &'a RunnerConfig,
+    /// True once the role is claimed, or a `role.claim` reached the broker and got no answer
+    /// (the broker may have taken it): either way the run ends with `role.release`.
     claimed: bool,
     git: Option<Arc<GitTools>>,
     state: RunnerState,
@@ -390,6 +392,7 @@ impl<'a> Session<'a> {
                     return Err(RunError::ClaimRefused { code });
                 }
                 Call::Done(Err(error)) if attempt == tries => {
+                    self.claimed |= !matches!(error, BrokerError::Unreachable { .. });
                     return Err(RunError::BrokerUnreachable {
                         operation: "role.claim",
                         tries,
@@ -397,6 +400,8 @@ impl<'a> Session<'a> {
                     });
                 }
                 Call::Done(Err(error)) => {
+                    // Sent and unanswered (not refused at connect): it may have been taken.
+                    self.claimed |= !matches!(error, BrokerError::Unreachable { .. });
                     eprintln!("harness-runner: role.claim got no answer (try {attempt}): {error}");
                     if self.pause(self.run.poll_interval()) {
                         return Ok(false);

@@ -571,3 +571,14 @@ fn a_forged_runner_state_cannot_make_the_runner_skip_a_message() {
     assert_eq!(sends(&fx).len(), 1, "m1 was skipped");
     assert_eq!(sends(&fx)[0]["text"], "answered: Hi");
 }
+
+#[test]
+fn a_claim_that_got_no_answer_is_released_on_the_way_out() {
+    let fx = Fixture::new();
+    // The broker reads each claim and hangs up without a reply: it may have taken it.
+    fx.broker.answer("role.claim", BrokerAnswer::Silence(Duration::ZERO));
+    let output = finish(fx.spawn(&[]), LIMIT);
+    assert_eq!(output.status.code(), Some(23), "{}", stderr(&output));
+    assert_eq!(fx.broker.calls_of("role.claim").len(), 3);
+    assert_eq!(fx.broker.calls_of("role.release").len(), 1, "the unanswered claim is released");
+}
