@@ -148,9 +148,8 @@ impl GitTools {
             stop: None,
             pre_exec: self.pre_exec.as_deref(),
         })
-        .map_err(|error| failed(format!("git could not start: {error}")))?;
-        let what =
-            format!("git {}", args.iter().find(|arg| !arg.starts_with('-')).copied().unwrap_or(""));
+        .map_err(|error| failed(format!("git could not run: {error}")))?;
+        let what = format!("git {}", subcommand(args));
         if !outcome.success() {
             let stderr = String::from_utf8_lossy(&outcome.stderr);
             return Err(failed(format!(
@@ -257,6 +256,20 @@ impl GitTools {
     }
 }
 
+/// The git subcommand in `args` (the first word that is neither an option nor the value of a
+/// `-c`), for messages.
+fn subcommand<'a>(args: &[&'a str]) -> &'a str {
+    let mut words = args.iter();
+    while let Some(&word) = words.next() {
+        if word == "-c" {
+            words.next();
+        } else if !word.starts_with('-') {
+            return word;
+        }
+    }
+    ""
+}
+
 fn text<'a>(args: &'a Value, field: &str) -> Result<&'a str, BackendError> {
     args.get(field).and_then(Value::as_str).ok_or_else(|| failed(format!("{field} is missing")))
 }
@@ -294,7 +307,13 @@ impl Backend for LaunchTool {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_ref;
+    use super::{plain_ref, subcommand};
+
+    #[test]
+    fn the_subcommand_is_named_past_the_options() {
+        assert_eq!(subcommand(&["-c", "fetch.fsckObjects=true", "fetch", "--quiet"]), "fetch");
+        assert_eq!(subcommand(&["rev-parse", "--verify"]), "rev-parse");
+    }
 
     #[test]
     fn refs() {
