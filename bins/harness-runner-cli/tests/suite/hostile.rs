@@ -149,8 +149,12 @@ fn the_adapter_cannot_read_the_capability_out_of_the_runners_memory() {
     let read = std::fs::read_to_string(fx.run.join("memread")).unwrap();
     let lines: Vec<&str> = read.lines().collect();
     assert_eq!(lines[..2], ["open-denied", "0"], "the adapter read the runner's memory: {read}");
-    // The control: the same scan reads a dumpable process of the same user.
-    assert_ne!(lines[2], "0", "the scan itself does not work: {read}");
+    // The control: the same scan reads a dumpable process of the same user (its own shell,
+    // from a child: Yama's ptrace_scope 1 or more refuses that, so there the control is moot).
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").unwrap_or_default();
+    if matches!(yama.trim(), "" | "0") {
+        assert_ne!(lines[2], "0", "the scan itself does not work: {read}");
+    }
 }
 
 // Item 2: the founder-credential stop on bytes, and one environment source.
