@@ -817,10 +817,19 @@ fn load_state(run: &Run) -> RunnerState {
     let path = run.state_dir().join(STATE_FILE);
     match read_capped(&path, MAX_READ) {
         Ok(None) => RunnerState::default(),
-        Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|error| {
-            eprintln!("harness-runner: {} is not valid ({error}); starting afresh", path.display());
-            RunnerState::default()
-        }),
+        Ok(Some(bytes)) => {
+            let mut state: RunnerState = serde_json::from_slice(&bytes).unwrap_or_else(|error| {
+                eprintln!(
+                    "harness-runner: {} is not valid ({error}); starting afresh",
+                    path.display()
+                );
+                RunnerState::default()
+            });
+            // The newest entries only, however many the file holds.
+            let extra = state.handled.len().saturating_sub(HANDLED_KEPT);
+            state.handled.drain(..extra);
+            state
+        }
         Err(error) => {
             eprintln!("harness-runner: {error}; the runner state starts afresh");
             RunnerState::default()
