@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use harness_tools::{
     MAX_REQUEST_BYTES, Route, ToolDef, ToolErrorKind, ToolReply, ToolRequest, ToolsFile,
-    prepare_args, reply_text,
+    prepare_args, reply_text, shape_result,
 };
 
 use crate::broker::{Broker, BrokerError, RefusalCode};
@@ -441,9 +441,12 @@ fn answer(shared: &Shared, line: &[u8]) -> ToolReply {
         }
     };
     let result = match tool.route {
-        Route::Broker(verb) => {
-            shared.backends.broker.call(&shared.capability, verb, &args).map_err(from_broker)
-        }
+        Route::Broker(verb) => shared
+            .backends
+            .broker
+            .call(&shared.capability, verb, &args)
+            .map_err(from_broker)
+            .and_then(|result| shape_result(verb, result).map_err(BackendError::Failed)),
         Route::Launch => shared.backends.launch.call(&shared.capability, tool, &args),
         Route::Git(_) => shared.backends.git.call(&shared.capability, tool, &args),
     };

@@ -3,6 +3,7 @@ mod faults;
 mod fixture;
 mod garbage;
 mod git_tools;
+mod hostile;
 mod load;
 mod real_sessions;
 mod s0_lines;
