@@ -49,6 +49,13 @@ pub struct RunFile {
     /// (with `"apiKey": "$VAR"`, so the key itself stays in a `passEnv` variable).
     #[serde(default)]
     pub session_files: std::collections::BTreeMap<String, String>,
+    /// Kernel confinement of every turn and of the runner's git (docs/runner.md, "Confinement"):
+    /// `"required"`, `"best-effort"` (the default) or `"off"`.
+    #[serde(default)]
+    pub confine: harness_confine::Mode,
+    /// The TCP ports the session may connect to (Landlock ABI 4); without it TCP stays open.
+    #[serde(default)]
+    pub connect_ports: Option<Vec<u16>>,
 }
 
 fn default_bundle() -> PathBuf {
@@ -188,6 +195,11 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
                 "run.json: the session file {name:?} is not a plain relative path"
             )));
         }
+    }
+    if file.confine == harness_confine::Mode::Required && harness_confine::kernel_abi() == 0 {
+        return Err(RunError::BadRun(
+            "run.json: confine is \"required\" and the kernel offers no Landlock".to_owned(),
+        ));
     }
     let bundle = dir.join(&file.bundle);
     let manifest: Manifest = read_json(&bundle.join("manifest.json"))?;

@@ -68,6 +68,8 @@ pub(crate) struct GitTools {
     /// True from a landing's start until its outcome arrives (a second one refuses land-busy).
     landing: AtomicBool,
     serial: AtomicU64,
+    /// What git's Landlock domain is built from (crate::confinement).
+    confine: crate::confinement::GitPaths,
 }
 
 impl GitTools {
@@ -76,6 +78,7 @@ impl GitTools {
         workspace: PathBuf,
         tmp: PathBuf,
         clones: Vec<String>,
+        confine: crate::confinement::GitPaths,
     ) -> Self {
         let host = HostSocket::new(HostSocketConfig {
             socket,
@@ -89,6 +92,7 @@ impl GitTools {
             clones,
             landing: AtomicBool::new(false),
             serial: AtomicU64::new(0),
+            confine,
         }
     }
 
@@ -107,9 +111,7 @@ impl GitTools {
             return Err(refused("not-a-clone"));
         }
         let dir = self.workspace.join(project);
-        if !dir.join(".git").exists() {
-            return Err(refused("not-a-clone"));
-        }
+        crate::git_safety::check_git_dir(&dir).map_err(refused)?;
         Ok(dir)
     }
 
@@ -117,19 +119,18 @@ impl GitTools {
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String, BackendError> {
         #[expect(clippy::disallowed_methods, reason = "the runner runs git for the git tools")]
         let mut command = Command::new("git");
+        // Hardening (crate::git_safety): its environment, overrides and repository, its domain.
         command
             .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned()))
-            .env("HOME", &self.tmp)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .args(["-c", "core.hooksPath=/dev/null", "-C"])
+            .envs(crate::git_safety::environment(&self.tmp))
+            .args(crate::git_safety::global_args(dir))
+            .arg("-C")
             .arg(dir)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        crate::confinement::git_domain(&self.confine).map_err(failed)?.attach(&mut command);
         let mut child =
             command.spawn().map_err(|error| failed(format!("git could not start: {error}")))?;
         let mut stdout = child.stdout.take();

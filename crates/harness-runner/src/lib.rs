@@ -7,9 +7,11 @@
 //! file, the environment, argv or a log.
 
 mod config;
+mod confinement;
 mod creds;
 mod error;
 mod git;
+mod git_safety;
 mod lock;
 mod request;
 mod session;

@@ -211,6 +211,7 @@ impl<'a> Session<'a> {
                 run.file.workspace.clone(),
                 run.dir.join("tmp"),
                 run.tools.projects.clone(),
+                crate::confinement::GitPaths::new(run),
             ))
         });
         Self { run, cap, broker, stop, claimed: false, git }

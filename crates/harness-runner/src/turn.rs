@@ -86,6 +86,8 @@ pub(crate) fn adapter_env(run: &Run, files: &TurnFiles, session_id: &str) -> Vec
         ("MOSAIC_TOOLS_SOCK".to_owned(), path(&run.dir.join("tools.sock"))),
         ("MOSAIC_TURN_MARKER".to_owned(), path(&files.marker)),
         ("MOSAIC_CLI".to_owned(), path(&run.file.cli)),
+        // The CLI's temporary files stay inside its own domain (docs/runner.md, "Confinement").
+        ("TMPDIR".to_owned(), path(&crate::confinement::session_tmp(run))),
     ];
     for (role, asset) in &manifest.assets {
         env.push((format!("MOSAIC_{}", screaming_snake(role)), path(&asset.path)));
@@ -154,6 +156,8 @@ pub(crate) fn run_turn(
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr))
         .process_group(0);
+    // Confinement: the domain is built here, entered in the child before exec.
+    crate::confinement::turn_domain(run, files.number, &files.request)?.attach(&mut command);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(error) => {

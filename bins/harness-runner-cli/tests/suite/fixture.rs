@@ -22,9 +22,9 @@ case "${TEST_MODE:-ok}" in
   ok) printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
   fail) echo "boom" >&2; exit 3 ;;
   nomarker) echo "no marker written" ;;
-  hang) sleep 300 & echo $! > "$MOSAIC_RUN/bg.pid"; sleep 300 ;;
-  pids) sleep 300 & echo "$! $$" > "$MOSAIC_RUN/pids.tmp"; mv "$MOSAIC_RUN/pids.tmp" "$MOSAIC_RUN/pids"; sleep 300 ;;
-  env) env > "$MOSAIC_RUN/adapter.env"; printf done > "$MOSAIC_TURN_MARKER"; echo env ;;
+  hang) sleep 300 & echo $! > "$MOSAIC_SESSION_DIR/bg.pid"; sleep 300 ;;
+  pids) sleep 300 & echo "$! $$" > "$MOSAIC_SESSION_DIR/pids.tmp"; mv "$MOSAIC_SESSION_DIR/pids.tmp" "$MOSAIC_SESSION_DIR/pids"; sleep 300 ;;
+  env) env > "$MOSAIC_SESSION_DIR/adapter.env"; printf done > "$MOSAIC_TURN_MARKER"; echo env ;;
   slop) printf done > "$MOSAIC_TURN_MARKER"
     printf '%s\n' '{"ts":"2026-11-30T03:00:00.000Z","harness":"pi","event":"flagged","reply_chars":26,"reply_start":"Let us delve into the plan","findings":[{"id":"delve","source":"Kobak et al. 2024","match":"delve"}]}' >> "$MOSAIC_UNSLOP_LOG"
     echo "Let us delve into the plan." ;;

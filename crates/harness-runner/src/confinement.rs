@@ -1,0 +1,104 @@
+//! The session's Landlock domain, from the run directory (docs/runner.md, "Confinement").
+//!
+//! Each turn gets a domain built before the adapter starts: the workspace and `RUN/session`
+//! writable, the turn's request readable, the unslop log appendable, the bundle readable, the
+//! programs and assets the manifest and run.json name readable and executable, the system
+//! directories the CLIs need; nothing else of the run directory (`RUN/tmp`, `RUN/turns`, the
+//! lock, run.json) and nothing else of the machine. The runner's git gets the same domain with
+//! `RUN/tmp`, where its bundles are, added. The domain's report goes to stderr at every turn.
+
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use harness_confine::{Domain, SessionPaths};
+
+use crate::config::Run;
+use crate::error::RunError;
+
+/// `RUN/session/tmp`: the CLI's `TMPDIR`, inside its own domain.
+pub(crate) fn session_tmp(run: &Run) -> PathBuf {
+    run.dir.join("session/tmp")
+}
+
+/// The paths every domain of this run grants.
+fn session_paths(run: &Run) -> SessionPaths {
+    let mut programs = vec![run.manifest.adapter.clone(), run.file.cli.clone()];
+    programs.extend(run.manifest.assets.values().map(|asset| asset.path.clone()));
+    SessionPaths {
+        workspace: run.file.workspace.clone(),
+        session_dir: run.dir.join("session"),
+        bundle: run.bundle.clone(),
+        read_files: Vec::new(),
+        append_files: vec![run.dir.join("unslop.jsonl")],
+        programs,
+        installations: vec![run.file.cli.clone()],
+        scratch: Vec::new(),
+        sockets: vec![run.dir.join("tools.sock")],
+        search_path: std::env::var_os("PATH"),
+        connect_ports: run.file.connect_ports.clone(),
+    }
+}
+
+/// Creates what a rule must find in place: `RUN/session/tmp` and an empty unslop log (0600,
+/// never through a link; one that exists is left as it is).
+fn prepare_paths(run: &Run) -> Result<(), RunError> {
+    let tmp = session_tmp(run);
+    match std::fs::DirBuilder::new().mode(0o700).create(&tmp) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => {
+            return Err(RunError::BadRun(format!("cannot create {}: {error}", tmp.display())));
+        }
+    }
+    let log = run.dir.join("unslop.jsonl");
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&log);
+    match created {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(RunError::BadRun(format!("cannot create {}: {error}", log.display()))),
+    }
+}
+
+/// The domain of turn `number`, whose request is `request`; logged to stderr. Under
+/// `"required"`, a domain that cannot be built in full ends the run (exit 2).
+pub(crate) fn turn_domain(
+    run: &Run,
+    number: u32,
+    request: &std::path::Path,
+) -> Result<Arc<Domain>, RunError> {
+    prepare_paths(run)?;
+    let mut paths = session_paths(run);
+    paths.read_files.push(request.to_path_buf());
+    let domain = harness_confine::prepare(&paths.policy(run.file.confine))
+        .map_err(|error| RunError::BadRun(error.to_string()))?;
+    eprintln!("harness-runner: turn {number} confinement: {}", domain.report());
+    Ok(Arc::new(domain))
+}
+
+/// The domain of the runner's git: the session's, with `RUN/tmp` (the bundles) added.
+pub(crate) fn git_domain(run_paths: &GitPaths) -> Result<Arc<Domain>, String> {
+    harness_confine::prepare(&run_paths.paths.policy(run_paths.mode))
+        .map(Arc::new)
+        .map_err(|error| error.to_string())
+}
+
+/// What the git tools keep to build their domain.
+#[derive(Debug, Clone)]
+pub(crate) struct GitPaths {
+    paths: SessionPaths,
+    mode: harness_confine::Mode,
+}
+
+impl GitPaths {
+    pub(crate) fn new(run: &Run) -> Self {
+        let mut paths = session_paths(run);
+        paths.scratch.push(run.dir.join("tmp"));
+        Self { paths, mode: run.file.confine }
+    }
+}

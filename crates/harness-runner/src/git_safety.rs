@@ -1,0 +1,174 @@
+//! The runner's git never runs what the session wrote (issue 12, item 11).
+//!
+//! The clone lives in the workspace, so the session can write its `.git`: its config, its hooks,
+//! `commondir`, `objects/info/alternates`, or replace `.git` with a file or a link naming another
+//! repository. Every git the runner runs therefore:
+//!
+//! - runs with a cleared environment, no system or global configuration, and
+//!   `GIT_ALLOW_PROTOCOL=file`, which overrides every `protocol.*.allow` a configuration sets:
+//!   no `ext::` command, no ssh, no remote helper, whatever `url.*.insteadOf` rewrites a URL to;
+//! - gets every configuration key known to run a command or to change what git reads set on its
+//!   command line, which git reads last, so it wins over the clone's value ([`OVERRIDES`]);
+//! - names its repository explicitly (`--git-dir`, `--work-tree`), so no discovery walks up;
+//! - refuses a `.git` that is not a plain directory, or that holds `commondir` or
+//!   `objects/info/alternates` (`refused: unsafe-git-dir`), before git starts;
+//! - runs under the session's own Landlock domain (plus `RUN/tmp` for its bundles), so whatever a
+//!   configuration still manages to run reaches no more than the session does.
+//!
+//! What `-c` cannot reset: multi-valued keys that add (`url.<base>.insteadOf`, `include.path`,
+//! `includeIf`), keys named by the session (`filter.<driver>.*`, `diff.<driver>.*`,
+//! `merge.<driver>.*`, `remote.<name>.*`), and first-match keys (`core.gitProxy`). None of them
+//! is used by the commands the runner runs (`rev-parse`, `bundle create`, `fetch` from a bundle
+//! file), or they are bounded: an insteadOf rewrite can only name a protocol `GIT_ALLOW_PROTOCOL`
+//! refuses or another file the domain lets the session read anyway (and the fetched commit is
+//! checked against the reviewed one); `GIT_PROXY_COMMAND=""` disables `core.gitProxy`; includes
+//! read only what the domain allows, and the command line still wins over what they set.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+/// The refusal code of a clone whose `.git` git must not trust.
+pub(crate) const UNSAFE_GIT_DIR: &str = "unsafe-git-dir";
+
+/// `-c` overrides, each a key known to run a command or to change where git reads or writes.
+pub(crate) const OVERRIDES: &[&str] = &[
+    // Hooks, and the file-system monitor (a command or hook git runs on index reads).
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    // Transports that run commands (all also refused by GIT_ALLOW_PROTOCOL=file).
+    "core.sshCommand=false",
+    "ssh.variant=simple",
+    "protocol.allow=never",
+    "protocol.file.allow=always",
+    "protocol.ext.allow=never",
+    "protocol.ssh.allow=never",
+    "protocol.git.allow=never",
+    "protocol.http.allow=never",
+    "protocol.https.allow=never",
+    "protocol.ftp.allow=never",
+    "protocol.ftps.allow=never",
+    // Commands run with alternates, and by upload-pack (the latter is read only from protected
+    // configuration, which the runner's git has none of, but it costs nothing to pin).
+    "core.alternateRefsCommand=",
+    "core.alternateRefsPrefixes=",
+    "uploadpack.packObjectsHook=",
+    // Credentials and prompts: an empty helper clears the list; an empty askpass asks no one.
+    "credential.helper=",
+    "core.askPass=",
+    // Signing and verification programs.
+    "gpg.program=false",
+    "gpg.openpgp.program=false",
+    "gpg.x509.program=false",
+    "gpg.ssh.program=false",
+    "gpg.ssh.defaultKeyCommand=",
+    // Editors, pagers, external diff.
+    "core.editor=false",
+    "sequence.editor=false",
+    "core.pager=cat",
+    "diff.external=",
+    // What fetch would start or read besides the bundle: submodules (their own configs), bundle
+    // URIs, and maintenance afterwards.
+    "fetch.recurseSubmodules=false",
+    "submodule.recurse=false",
+    "fetch.bundleURI=",
+    "transfer.bundleURI=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "fetch.writeCommitGraph=false",
+    // Attributes (filters are chosen by them) from the system.
+    "core.attributesFile=/dev/null",
+];
+
+/// The environment of every git the runner runs: nothing of the runner's but `PATH`.
+pub(crate) fn environment(home: &Path) -> Vec<(&'static str, OsString)> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    vec![
+        ("PATH", path),
+        ("HOME", home.as_os_str().to_owned()),
+        ("GIT_CONFIG_NOSYSTEM", "1".into()),
+        ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
+        ("GIT_ATTR_NOSYSTEM", "1".into()),
+        ("GIT_TERMINAL_PROMPT", "0".into()),
+        ("GIT_ALLOW_PROTOCOL", "file".into()),
+        ("GIT_PROXY_COMMAND", "".into()),
+        ("GIT_NO_REPLACE_OBJECTS", "1".into()),
+    ]
+}
+
+/// The arguments before git's subcommand: no pager, the overrides, and the repository named.
+pub(crate) fn global_args(clone: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--no-pager".into()];
+    for pair in OVERRIDES {
+        args.push("-c".into());
+        args.push((*pair).into());
+    }
+    let mut git_dir = OsString::from("--git-dir=");
+    git_dir.push(clone.join(".git"));
+    let mut work_tree = OsString::from("--work-tree=");
+    work_tree.push(clone);
+    args.extend([git_dir, work_tree]);
+    args
+}
+
+/// Checks `clone/.git`: `Err("not-a-clone")` if it is missing, `Err(UNSAFE_GIT_DIR)` if it is
+/// anything but a plain directory (a file such as `gitdir: ...`, a symlink) or holds
+/// `commondir` or `objects/info/alternates` in any form (a file, a link, a directory).
+pub(crate) fn check_git_dir(clone: &Path) -> Result<(), &'static str> {
+    let git = clone.join(".git");
+    let meta = match std::fs::symlink_metadata(&git) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err("not-a-clone"),
+        Err(_) => return Err(UNSAFE_GIT_DIR),
+    };
+    if !meta.file_type().is_dir() {
+        return Err(UNSAFE_GIT_DIR);
+    }
+    for name in ["commondir", "objects/info/alternates", "objects/info/http-alternates"] {
+        match std::fs::symlink_metadata(git.join(name)) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            _ => return Err(UNSAFE_GIT_DIR),
+        }
+    }
+    // `objects` or `objects/info` as a link would move where git reads objects from.
+    for name in ["objects", "objects/info", "config", "refs"] {
+        if std::fs::symlink_metadata(git.join(name)).is_ok_and(|meta| meta.file_type().is_symlink())
+        {
+            return Err(UNSAFE_GIT_DIR);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_git_dir_that_names_another_repository_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let clone = dir.path().join("web");
+        std::fs::create_dir_all(&clone).unwrap();
+        assert_eq!(check_git_dir(&clone), Err("not-a-clone"));
+        std::fs::write(clone.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR));
+        std::fs::remove_file(clone.join(".git")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), clone.join(".git")).unwrap();
+        assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR));
+        std::fs::remove_file(clone.join(".git")).unwrap();
+        std::fs::create_dir_all(clone.join(".git/objects/info")).unwrap();
+        assert_eq!(check_git_dir(&clone), Ok(()));
+        std::fs::write(clone.join(".git/commondir"), "/elsewhere\n").unwrap();
+        assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR));
+        std::fs::remove_file(clone.join(".git/commondir")).unwrap();
+        std::fs::write(clone.join(".git/objects/info/alternates"), "/elsewhere\n").unwrap();
+        assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR));
+    }
+
+    #[test]
+    fn every_override_is_a_key_and_a_value() {
+        for pair in OVERRIDES {
+            let (key, _) = pair.split_once('=').unwrap();
+            assert!(key.contains('.') && !key.is_empty(), "{pair}");
+        }
+    }
+}
