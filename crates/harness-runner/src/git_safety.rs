@@ -164,6 +164,219 @@ mod tests {
         assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR));
     }
 
+    /// A scratch world: a repository with one commit, a bundle of it, a marker path.
+    struct World {
+        dir: tempfile::TempDir,
+    }
+
+    impl World {
+        fn new() -> World {
+            let world = World { dir: tempfile::tempdir().unwrap() };
+            let repo = world.repo();
+            std::fs::create_dir_all(&repo).unwrap();
+            world.git(false, &["init", "--quiet", "-b", "main"], None);
+            std::fs::write(repo.join("file.txt"), "one\n").unwrap();
+            world.git(false, &["add", "file.txt"], None);
+            world.git(false, &["commit", "--quiet", "-m", "one"], None);
+            let bundle = world.bundle();
+            world.git(false, &["bundle", "create", "--quiet", bundle.to_str().unwrap(), "main"], None);
+            world
+        }
+
+        fn repo(&self) -> std::path::PathBuf {
+            self.dir.path().join("clone")
+        }
+
+        fn bundle(&self) -> std::path::PathBuf {
+            self.dir.path().join("work.bundle")
+        }
+
+        fn marker(&self) -> std::path::PathBuf {
+            self.dir.path().join("MARKER")
+        }
+
+        /// A script that creates the marker.
+        fn script(&self) -> std::path::PathBuf {
+            use std::os::unix::fs::PermissionsExt;
+            let path = self.dir.path().join("attack.sh");
+            let body = format!("#!/bin/sh\ntouch '{}'\nexit 1\n", self.marker().display());
+            std::fs::write(&path, body).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        }
+
+        fn configure(&self, text: &str) {
+            use std::io::Write;
+            let mut config = std::fs::OpenOptions::new()
+                .append(true)
+                .open(self.repo().join(".git/config"))
+                .unwrap();
+            config.write_all(text.as_bytes()).unwrap();
+        }
+
+        /// Runs git in the clone, plain (no configuration but the clone's) or hardened.
+        #[expect(clippy::disallowed_methods, reason = "the test runs the real git")]
+        fn git(&self, hardened: bool, args: &[&str], stdin: Option<&str>) -> bool {
+            use std::io::Write;
+            let mut command = std::process::Command::new("git");
+            command.env_clear();
+            if hardened {
+                command.envs(environment(self.dir.path())).args(global_args(&self.repo()));
+            } else {
+                command
+                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                    .env("HOME", self.dir.path())
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .env("GIT_TERMINAL_PROMPT", "0");
+            }
+            command
+                .envs([
+                    ("GIT_AUTHOR_NAME", "Test"),
+                    ("GIT_AUTHOR_EMAIL", "test@example.invalid"),
+                    ("GIT_COMMITTER_NAME", "Test"),
+                    ("GIT_COMMITTER_EMAIL", "test@example.invalid"),
+                ])
+                .arg("-C")
+                .arg(self.repo())
+                .args(args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            let mut child = command.spawn().unwrap();
+            let mut pipe = child.stdin.take().unwrap();
+            let _ = pipe.write_all(stdin.unwrap_or("").as_bytes());
+            drop(pipe);
+            child.wait().unwrap().success()
+        }
+    }
+
+    /// One attack: what the session writes in the clone's config, and the git command that
+    /// would run it. Plain git runs it (the marker appears), so the attack is real; the
+    /// hardened git does not.
+    fn attack(name: &str, config: impl Fn(&World) -> String, trigger: &[&str], stdin: Option<&str>) {
+        for hardened in [false, true] {
+            let world = World::new();
+            world.configure(&config(&world));
+            let args: Vec<String> = trigger
+                .iter()
+                .map(|arg| arg.replace("BUNDLE", world.bundle().to_str().unwrap()))
+                .collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            world.git(hardened, &args, stdin);
+            assert_eq!(
+                world.marker().exists(),
+                !hardened,
+                "{name}: {} git {}",
+                if hardened { "the hardened" } else { "plain" },
+                if hardened { "ran the session's command" } else { "did not run it (no attack)" }
+            );
+        }
+    }
+
+    const FETCH: &[&str] =
+        &["fetch", "--quiet", "--no-tags", "BUNDLE", "+refs/heads/main:refs/remotes/working/main"];
+
+    #[test]
+    fn an_ext_url_rewrite_runs_nothing() {
+        attack(
+            "url.ext::.insteadOf with protocol.ext.allow",
+            |w| {
+                format!(
+                    "[url \"ext::sh -c touch% {}% \"]\n\tinsteadOf = /\n[protocol \"ext\"]\n\tallow = always\n",
+                    w.marker().display()
+                )
+            },
+            FETCH,
+            None,
+        );
+    }
+
+    #[test]
+    fn an_ssh_rewrite_with_core_ssh_command_runs_nothing() {
+        attack(
+            "core.sshCommand with an ssh rewrite",
+            |w| {
+                format!(
+                    "[url \"ssh://evil.invalid/x\"]\n\tinsteadOf = /\n[core]\n\tsshCommand = {}\n",
+                    w.script().display()
+                )
+            },
+            FETCH,
+            None,
+        );
+    }
+
+    #[test]
+    fn hooks_in_the_clone_or_named_by_core_hooks_path_do_not_run() {
+        attack(
+            "core.hooksPath",
+            |w| {
+                use std::os::unix::fs::PermissionsExt;
+                let hooks = w.dir.path().join("hooks");
+                std::fs::create_dir_all(&hooks).unwrap();
+                let hook = hooks.join("reference-transaction");
+                std::fs::copy(w.script(), &hook).unwrap();
+                std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+                format!("[core]\n\thooksPath = {}\n", hooks.display())
+            },
+            FETCH,
+            None,
+        );
+    }
+
+    #[test]
+    fn core_fsmonitor_runs_nothing() {
+        attack(
+            "core.fsmonitor",
+            |w| format!("[core]\n\tfsmonitor = {}\n", w.script().display()),
+            &["status", "--porcelain"],
+            None,
+        );
+    }
+
+    #[test]
+    fn credential_helpers_and_askpass_run_nothing() {
+        let fill = Some("protocol=https\nhost=example.invalid\n\n");
+        attack(
+            "credential.helper",
+            |w| format!("[credential]\n\thelper = !{}\n", w.script().display()),
+            &["credential", "fill"],
+            fill,
+        );
+        attack(
+            "core.askPass",
+            |w| format!("[core]\n\taskPass = {}\n", w.script().display()),
+            &["credential", "fill"],
+            fill,
+        );
+    }
+
+    #[test]
+    fn signing_editor_and_external_diff_programs_run_nothing() {
+        attack(
+            "gpg.program",
+            |w| format!("[gpg]\n\tprogram = {}\n", w.script().display()),
+            &["commit", "--quiet", "--allow-empty", "-S", "-m", "signed"],
+            None,
+        );
+        attack(
+            "core.editor",
+            |w| format!("[core]\n\teditor = {}\n", w.script().display()),
+            &["commit", "--quiet", "--allow-empty"],
+            None,
+        );
+        attack(
+            "diff.external",
+            |w| {
+                std::fs::write(w.repo().join("file.txt"), "two\n").unwrap();
+                format!("[diff]\n\texternal = {}\n", w.script().display())
+            },
+            &["diff"],
+            None,
+        );
+    }
+
     #[test]
     fn every_override_is_a_key_and_a_value() {
         for pair in OVERRIDES {

@@ -28,6 +28,7 @@ case "${TEST_MODE:-ok}" in
   slop) printf done > "$MOSAIC_TURN_MARKER"
     printf '%s\n' '{"ts":"2026-11-30T03:00:00.000Z","harness":"pi","event":"flagged","reply_chars":26,"reply_start":"Let us delve into the plan","findings":[{"id":"delve","source":"Kobak et al. 2024","match":"delve"}]}' >> "$MOSAIC_UNSLOP_LOG"
     echo "Let us delve into the plan." ;;
+  probe) printf done > "$MOSAIC_TURN_MARKER"; . "$MOSAIC_WORKSPACE/probe.sh" ;;
 esac
 "#;
 

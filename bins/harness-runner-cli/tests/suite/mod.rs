@@ -1,7 +1,9 @@
+mod confine;
 mod exits;
 mod faults;
 mod fixture;
 mod garbage;
+mod git_safety;
 mod git_tools;
 mod load;
 mod real_sessions;
