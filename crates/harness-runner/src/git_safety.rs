@@ -179,7 +179,11 @@ mod tests {
             world.git(false, &["add", "file.txt"], None);
             world.git(false, &["commit", "--quiet", "-m", "one"], None);
             let bundle = world.bundle();
-            world.git(false, &["bundle", "create", "--quiet", bundle.to_str().unwrap(), "main"], None);
+            world.git(
+                false,
+                &["bundle", "create", "--quiet", bundle.to_str().unwrap(), "main"],
+                None,
+            );
             world
         }
 
@@ -254,7 +258,12 @@ mod tests {
     /// One attack: what the session writes in the clone's config, and the git command that
     /// would run it. Plain git runs it (the marker appears), so the attack is real; the
     /// hardened git does not.
-    fn attack(name: &str, config: impl Fn(&World) -> String, trigger: &[&str], stdin: Option<&str>) {
+    fn attack(
+        name: &str,
+        config: impl Fn(&World) -> String,
+        trigger: &[&str],
+        stdin: Option<&str>,
+    ) {
         for hardened in [false, true] {
             let world = World::new();
             world.configure(&config(&world));

@@ -1,4 +1,5 @@
 mod confine;
+mod confined_clis;
 mod exits;
 mod faults;
 mod fixture;
