@@ -118,7 +118,6 @@ fn a_confined_turn_reaches_its_workspace_and_session_and_nothing_else() {
     let (lines, log, mut world, fx) = probe(|run, world| {
         run["connectPorts"] = json!([World::port(&world.named)]);
     });
-    eprintln!("{lines:?}\n{log}");
     let expect = |name: &str, want: &str| {
         assert_eq!(verdict(&lines, name), want, "{name}: {lines:?}\n{log}");
     };

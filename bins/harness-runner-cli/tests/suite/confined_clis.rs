@@ -22,7 +22,7 @@ const README: &str = "# The sample project";
 
 /// A gate that allows every call: exit 0, with Claude Code's explicit allow decision on stdout
 /// (Pi's extension ignores the gate's stdout).
-pub(crate) fn allow_all_gate(dir: &Path) -> PathBuf {
+fn allow_all_gate(dir: &Path) -> PathBuf {
     let path = dir.join("allow-all-gate");
     let decision = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"stand-in gate"}}"#;
     std::fs::write(
