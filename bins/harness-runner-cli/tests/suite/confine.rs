@@ -34,7 +34,9 @@ impl World {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("secret.txt"), SECRET).unwrap();
         let victim = Command::new("sleep").arg("60").spawn().unwrap();
-        let abstract_name = format!("harness-confine-test-{}", std::process::id());
+        static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let abstract_name = format!("harness-confine-test-{}-{serial}", std::process::id());
         let address = SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
         let abstract_socket = UnixListener::bind_addr(&address).unwrap();
         let named = TcpListener::bind("127.0.0.1:0").unwrap();
