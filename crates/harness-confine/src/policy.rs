@@ -117,7 +117,6 @@ const ETC_READ: &[&str] = &[
     "/etc/terminfo",
     "/etc/mime.types",
     "/etc/os-release",
-    "/etc/localtime",
 ];
 
 /// Devices: the bit buckets and randomness.

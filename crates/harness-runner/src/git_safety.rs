@@ -162,6 +162,13 @@ mod tests {
         std::fs::remove_file(clone.join(".git/commondir")).unwrap();
         std::fs::write(clone.join(".git/objects/info/alternates"), "/elsewhere\n").unwrap();
         assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR));
+        std::fs::remove_file(clone.join(".git/objects/info/alternates")).unwrap();
+        std::fs::create_dir_all(clone.join(".git/objects/info/alternates")).unwrap();
+        assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR), "alternates in any form");
+        std::fs::remove_dir(clone.join(".git/objects/info/alternates")).unwrap();
+        std::fs::remove_dir(clone.join(".git/objects/info")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), clone.join(".git/objects/info")).unwrap();
+        assert_eq!(check_git_dir(&clone), Err(UNSAFE_GIT_DIR), "objects/info as a link");
     }
 
     /// A scratch world: a repository with one commit, a bundle of it, a marker path.
@@ -384,6 +391,28 @@ mod tests {
             &["diff"],
             None,
         );
+    }
+
+    #[test]
+    fn a_remote_named_after_the_bundle_path_is_never_used() {
+        // git never takes an absolute path as a remote's name, so a `[remote "<bundle path>"]`
+        // the session writes cannot move the fetch nor name an upload-pack command.
+        let world = World::new();
+        let src = world.dir.path().join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        world.configure(&format!(
+            "[remote \"{}\"]\n\turl = {}\n\tuploadpack = {}\n\tvcs = evil\n",
+            world.bundle().display(),
+            src.display(),
+            world.script().display()
+        ));
+        let args: Vec<String> = FETCH
+            .iter()
+            .map(|arg| arg.replace("BUNDLE", world.bundle().to_str().unwrap()))
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert!(world.git(true, &args, None), "the fetch from the bundle itself works");
+        assert!(!world.marker().exists());
     }
 
     #[test]
