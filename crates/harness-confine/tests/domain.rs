@@ -1,5 +1,11 @@
 //! The domain, entered by a real child: what it may reach and what it may not, and the modes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly where its setup fails"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
