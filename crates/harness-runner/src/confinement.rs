@@ -75,6 +75,16 @@ pub(crate) fn turn_domain(
     prepare_paths(run)?;
     let mut paths = session_paths(run);
     paths.read_files.push(request.to_path_buf());
+    // A rule follows a link; the log is granted only while it is a plain file, so a link put
+    // there (by a session that ran unconfined before) never opens its target to the session.
+    let log = run.dir.join("unslop.jsonl");
+    if !std::fs::symlink_metadata(&log).is_ok_and(|meta| meta.file_type().is_file()) {
+        eprintln!(
+            "harness-runner: {} is not a plain file; the session may not write it",
+            log.display()
+        );
+        paths.append_files.clear();
+    }
     let domain = harness_confine::prepare(&paths.policy(run.file.confine))
         .map_err(|error| RunError::BadRun(error.to_string()))?;
     eprintln!("harness-runner: turn {number} confinement: {}", domain.report());

@@ -67,6 +67,7 @@ try write-workspace sh -c 'echo y > "$MOSAIC_WORKSPACE/made.txt"'
 try write-session sh -c 'echo y > "$MOSAIC_SESSION_DIR/made.txt"'
 try tmpdir-in-session sh -c 'case "$(mktemp)" in "$MOSAIC_SESSION_DIR"/tmp/*) exit 0;; *) exit 1;; esac'
 try append-unslop-log sh -c 'printf "" >> "$MOSAIC_UNSLOP_LOG"'
+try read-unslop-log cat "$MOSAIC_UNSLOP_LOG"
 try read-request cat "$MOSAIC_REQUEST"
 try read-bundle cat "$MOSAIC_BUNDLE/manifest.json"
 try write-bundle sh -c 'echo x > "$MOSAIC_BUNDLE/planted"'
@@ -85,12 +86,14 @@ try tcp-other bash -c 'exec 3<>/dev/tcp/127.0.0.1/{other}'
 }
 
 /// Runs one probe turn; returns the probe's lines and the runner's stderr.
-fn probe(edit: impl FnOnce(&mut Value, &World)) -> (Vec<(String, String)>, String, World, Fixture) {
+fn probe(
+    edit: impl FnOnce(&mut Value, &World, &Fixture),
+) -> (Vec<(String, String)>, String, World, Fixture) {
     let fx = Fixture::new();
     let mut world = World::new(&fx);
     let mut run: Value =
         serde_json::from_slice(&std::fs::read(fx.run.join("run.json")).unwrap()).unwrap();
-    edit(&mut run, &world);
+    edit(&mut run, &world, &fx);
     std::fs::write(fx.run.join("run.json"), run.to_string()).unwrap();
     std::fs::write(fx.workspace.join("probe.sh"), world.script()).unwrap();
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
@@ -117,7 +120,7 @@ fn verdict<'a>(lines: &'a [(String, String)], name: &str) -> &'a str {
 fn a_confined_turn_reaches_its_workspace_and_session_and_nothing_else() {
     let abi = harness_confine::kernel_abi();
     assert!(abi >= 1, "this machine's kernel offers Landlock (CI runs on the same kind)");
-    let (lines, log, mut world, fx) = probe(|run, world| {
+    let (lines, log, mut world, fx) = probe(|run, world, _| {
         run["connectPorts"] = json!([World::port(&world.named)]);
     });
     let expect = |name: &str, want: &str| {
@@ -172,7 +175,7 @@ fn a_confined_turn_reaches_its_workspace_and_session_and_nothing_else() {
 
 #[test]
 fn with_confine_off_the_same_probe_gets_through() {
-    let (lines, log, mut world, _fx) = probe(|run, _| run["confine"] = json!("off"));
+    let (lines, log, mut world, _fx) = probe(|run, _, _| run["confine"] = json!("off"));
     for name in ["read-outside", "list-outside", "write-outside", "read-run-json", "list-run"] {
         assert_eq!(verdict(&lines, name), "allowed", "{name}: {lines:?}");
     }
@@ -209,4 +212,19 @@ fn required_confinement_exits_2_when_a_rule_cannot_be_applied() {
         stderr(&output)
     );
     assert!(Path::new(&fx.run).join("unslop.jsonl").is_file());
+}
+
+#[test]
+fn a_link_in_place_of_the_unslop_log_opens_nothing() {
+    // A session that once ran unconfined left RUN/unslop.jsonl as a link to a file outside.
+    let (lines, log, mut world, _fx) = probe(|_, world, fx| {
+        std::os::unix::fs::symlink(world.outside.join("secret.txt"), fx.run.join("unslop.jsonl"))
+            .unwrap();
+    });
+    assert_eq!(verdict(&lines, "read-unslop-log"), "denied", "{lines:?}\n{log}");
+    assert_eq!(verdict(&lines, "append-unslop-log"), "denied", "{lines:?}");
+    assert_eq!(std::fs::read_to_string(world.outside.join("secret.txt")).unwrap(), SECRET);
+    assert!(log.contains("is not a plain file; the session may not write it"), "{log}");
+    let _ = world.victim.kill();
+    let _ = world.victim.wait();
 }
