@@ -295,3 +295,34 @@ fn claude_code_with_an_allow_all_gate_and_confine_off_reads_the_secret() {
     assert!(grep.text.contains("founder"), "{grep:?}");
     assert!(session.scenario.root().join("planted.txt").exists(), "the control writes outside");
 }
+
+#[test]
+fn pi_with_connect_ports_reaches_its_model_and_no_other_port() {
+    let Some(pi) = require_cli(Cli::Pi) else { return };
+    assert!(harness_confine::kernel_abi() >= 4, "this machine's kernel limits TCP connect");
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    let session = allow_all_session(
+        &pi,
+        pi_options,
+        |s| {
+            // run.json names the scripted model's port, known once the model is up.
+            let port: u16 = s.model().base_url().rsplit(':').next().unwrap().parse().unwrap();
+            let path = s.run_dir().join("run.json");
+            let mut run: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            run["connectPorts"] = json!([port]);
+            std::fs::write(&path, run.to_string()).unwrap();
+            let probe = format!(
+                "if exec 3<>/dev/tcp/127.0.0.1/{other_port}; then echo other=connected; else echo other=refused; fi"
+            );
+            vec![Reply::tool_use("t_bash", "bash", json!({"command": probe})), Reply::text("done")]
+        },
+        |_| {},
+    );
+    // The model answered every call (its port is named), and the other port was refused.
+    assert_eq!(session.result, "done", "{}", session.stderr);
+    let bash = session.tool_result("t_bash");
+    assert!(bash.text.contains("other=refused"), "{bash:?}");
+    assert!(session.stderr.contains("tcp-connect only to ports ["), "{}", session.stderr);
+}
