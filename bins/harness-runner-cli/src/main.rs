@@ -62,8 +62,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let config =
-        harness_runner::RunnerConfig { run_dir: run_dir.into(), stop, env, pre_exec: None };
+    let config = harness_runner::RunnerConfig { run_dir: run_dir.into(), stop, env };
     let result = harness_runner::run(&config, std::io::BufReader::new(std::io::stdin()));
     if PANICKED.load(Ordering::SeqCst) {
         if let Err(error) = result {

@@ -53,6 +53,13 @@ pub struct RunFile {
     /// workspace); by default `RUN/state`.
     #[serde(default)]
     pub state_dir: Option<PathBuf>,
+    /// Kernel confinement of every turn and of the runner's git (docs/runner.md, "Confinement"):
+    /// `"required"`, `"best-effort"` (the default) or `"off"`.
+    #[serde(default)]
+    pub confine: harness_confine::Mode,
+    /// The TCP ports the session may connect to (Landlock ABI 4); without it TCP stays open.
+    #[serde(default)]
+    pub connect_ports: Option<Vec<u16>>,
 }
 
 fn default_bundle() -> PathBuf {
@@ -197,6 +204,12 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
         check_state_dir(state, dir, &file.workspace).map_err(|reason| {
             RunError::invalid(&run_json, format!("stateDir {state:?} {reason}"))
         })?;
+    }
+    if file.confine == harness_confine::Mode::Required && harness_confine::kernel_abi() == 0 {
+        return Err(RunError::invalid(
+            &run_json,
+            "confine is \"required\" and the kernel offers no Landlock",
+        ));
     }
     let bundle = dir.join(&file.bundle);
     let manifest: Manifest = read_json(&bundle.join("manifest.json"))?;

@@ -170,16 +170,20 @@ pub enum Refusal {
     BundleTooLarge,
     /// A landing is already running.
     LandBusy,
+    /// The clone's `.git` is not a plain directory of its own: a file or link naming another
+    /// repository, or one holding `commondir` or alternates (docs/runner.md, "The runner's git").
+    UnsafeGitDir,
 }
 
 impl Refusal {
     /// Every refusal, for tests and docs.
-    pub const ALL: [Refusal; 5] = [
+    pub const ALL: [Refusal; 6] = [
         Self::NotAClone,
         Self::BadBranch,
         Self::NoSuchBranch,
         Self::BundleTooLarge,
         Self::LandBusy,
+        Self::UnsafeGitDir,
     ];
 
     /// The stable code the model and the logs read.
@@ -190,6 +194,7 @@ impl Refusal {
             Self::NoSuchBranch => "no-such-branch",
             Self::BundleTooLarge => "bundle-too-large",
             Self::LandBusy => "land-busy",
+            Self::UnsafeGitDir => "unsafe-git-dir",
         }
     }
 }

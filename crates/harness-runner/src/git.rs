@@ -8,7 +8,6 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use harness_tools::{GitOp, Route, ToolDef};
 use serde_json::{Value, json};
 
 use crate::error::Refusal;
-use crate::supervise::{self, PreExec, Spawn, StderrTo};
+use crate::supervise::{self, Spawn, StderrTo};
 
 /// The largest bundle moved either way.
 pub const MAX_BUNDLE_BYTES: u64 = 32 * 1024 * 1024;
@@ -68,11 +67,11 @@ pub(crate) struct GitTools {
     clones: Vec<String>,
     /// `PATH` for git, from the runner's one environment source.
     path: OsString,
-    /// The confinement hook for every git the runner runs.
-    pre_exec: Option<Arc<dyn PreExec>>,
     /// True from a landing's start until its outcome arrives (a second one refuses land-busy).
     landing: AtomicBool,
     serial: AtomicU64,
+    /// What git's Landlock domain is built from (crate::confinement).
+    confine: crate::confinement::GitPaths,
 }
 
 impl GitTools {
@@ -82,7 +81,7 @@ impl GitTools {
         tmp: PathBuf,
         clones: Vec<String>,
         path: OsString,
-        pre_exec: Option<Arc<dyn PreExec>>,
+        confine: crate::confinement::GitPaths,
     ) -> Self {
         let host = HostSocket::new(HostSocketConfig {
             socket,
@@ -95,9 +94,9 @@ impl GitTools {
             tmp,
             clones,
             path,
-            pre_exec,
             landing: AtomicBool::new(false),
             serial: AtomicU64::new(0),
+            confine,
         }
     }
 
@@ -116,26 +115,20 @@ impl GitTools {
             return Err(refused(Refusal::NotAClone));
         }
         let dir = self.workspace.join(project);
-        if !dir.join(".git").exists() {
-            return Err(refused(Refusal::NotAClone));
-        }
+        crate::git_safety::check_git_dir(&dir).map_err(refused)?;
         Ok(dir)
     }
 
     /// Runs git in `dir` with no system or global configuration and no hooks, under the
     /// supervisor: its own process group, killed as a group at the deadline.
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String, BackendError> {
-        let env: Vec<(OsString, OsString)> = vec![
-            ("PATH".into(), self.path.clone()),
-            ("HOME".into(), self.tmp.as_os_str().to_owned()),
-            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
-            ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
-            ("GIT_TERMINAL_PROMPT".into(), "0".into()),
-        ];
-        let mut argv: Vec<OsString> =
-            vec!["-c".into(), "core.hooksPath=/dev/null".into(), "-C".into()];
-        argv.push(dir.as_os_str().to_owned());
+        // Hardening (crate::git_safety): its environment, overrides and repository; and the
+        // session's own domain, with RUN/tmp for the bundles.
+        let env = crate::git_safety::environment(&self.tmp, self.path.clone());
+        let mut argv = crate::git_safety::global_args(dir);
+        argv.extend(["-C".into(), dir.as_os_str().to_owned()]);
         argv.extend(args.iter().map(OsString::from));
+        let domain = crate::confinement::git_domain(&self.confine).map_err(failed)?;
         let outcome = supervise::run(Spawn {
             program: Path::new("git"),
             args: argv,
@@ -145,7 +138,7 @@ impl GitTools {
             stderr: StderrTo::Capture(GIT_OUTPUT_CAP),
             deadline: GIT_TIMEOUT,
             stop: None,
-            pre_exec: self.pre_exec.as_deref(),
+            pre_exec: Some(&domain),
         })
         .map_err(|error| failed(format!("git could not run: {error}")))?;
         let what = format!("git {}", subcommand(args));

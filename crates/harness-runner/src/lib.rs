@@ -8,11 +8,13 @@
 //! file, the environment, argv or a log.
 
 mod config;
+mod confinement;
 mod creds;
 mod env;
 mod error;
 mod files;
 mod git;
+mod git_safety;
 mod lock;
 mod request;
 mod session;
@@ -29,4 +31,3 @@ pub use request::{Message, MessageKind};
 pub use session::{
     LANDING_SENDER, RunnerConfig, Stopped, harden_process, install_stop_handlers, run,
 };
-pub use supervise::PreExec;

@@ -21,7 +21,7 @@ use crate::error::RunError;
 use crate::files::{MAX_READ, read_capped, write_private};
 use crate::git::{GitTools, LaunchTool};
 use crate::request::{self, Message, MessageKind};
-use crate::supervise::{PreExec, become_subreaper, sweep_descendants};
+use crate::supervise::{become_subreaper, sweep_descendants};
 use crate::turn::{TurnContext, TurnFiles, TurnOutcome, run_turn};
 
 /// How long one broker call of the runner's own may take.
@@ -43,8 +43,6 @@ pub struct RunnerConfig {
     /// The runner's environment, read once as bytes: the founder-credential stop, the adapter's
     /// `PATH` and `passEnv` values and git's `PATH` all come from it, never from `std::env`.
     pub env: Environment,
-    /// The confinement hook for every process the runner starts (none: unconfined).
-    pub pre_exec: Option<Arc<dyn PreExec>>,
 }
 
 /// How a run ended without an error: a stop signal.
@@ -304,7 +302,7 @@ impl<'a> Session<'a> {
                 run.dir.join("tmp"),
                 run.tools.projects.clone(),
                 config.env.path(),
-                config.pre_exec.clone(),
+                crate::confinement::GitPaths::new(run, config.env.path()),
             ))
         });
         let state = load_state(run);
@@ -751,7 +749,6 @@ impl<'a> Session<'a> {
             session_id,
             env: &self.config.env,
             stop: &self.config.stop,
-            pre_exec: self.config.pre_exec.as_deref(),
         };
         Ok((files.number, run_turn(&context, &files)?))
     }

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitOptions};
 
 /// A hook applied to the command before it is spawned (see the module docs).
-pub trait PreExec: Send + Sync + std::fmt::Debug {
+pub(crate) trait PreExec: Send + Sync + std::fmt::Debug {
     /// Registers what must happen in the child before `exec` (a `pre_exec` closure).
     fn prepare(&self, command: &mut Command);
 }

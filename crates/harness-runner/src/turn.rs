@@ -1,7 +1,7 @@
 //! One harness turn: `/bin/sh ADAPTER` under the supervisor (its own process group, the wall
 //! clock, the stop flag).
 //!
-//! The adapter gets a cleared environment plus the MOSAIC_* variables (docs/adapters.md) and
+//! The adapter gets a cleared environment plus the MOSAIC_* variables (`harness_contract::AdapterEnv`) and
 //! run.json's `passEnv`, both from the runner's one environment source; its stdout is the
 //! answer, its stderr goes to `RUN/turns/NNNN.stderr` (0600). When the turn ends, however it
 //! ends, the whole group is killed (and the turn loop then kills every descendant it left).
@@ -10,11 +10,13 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use harness_contract::{AdapterEnv, AssetRole, RunDir};
+
 use crate::config::Run;
 use crate::env::Environment;
 use crate::error::RunError;
 use crate::files::{create_private, write_private};
-use crate::supervise::{self, Ended, PreExec, Spawn, StderrTo};
+use crate::supervise::{self, Ended, Spawn, StderrTo};
 
 /// The most of a turn's stdout kept; the RESULT is clipped far below it anyway.
 const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
@@ -117,25 +119,33 @@ pub(crate) fn adapter_env(
 ) -> Vec<(OsString, OsString)> {
     let path = |p: &Path| p.as_os_str().to_owned();
     let manifest = &run.manifest;
+    let layout = RunDir::new(&run.dir);
+    let var = |name: AdapterEnv| OsString::from(name.name());
     let mut out: Vec<(OsString, OsString)> = vec![
         ("PATH".into(), env.path()),
-        ("MOSAIC_BUNDLE".into(), path(&run.bundle)),
-        ("MOSAIC_RUN".into(), path(&run.dir)),
-        ("MOSAIC_WORKSPACE".into(), path(&run.file.workspace)),
-        ("MOSAIC_SESSION_DIR".into(), path(&run.dir.join("session"))),
-        ("MOSAIC_SESSION_ID".into(), session_id.into()),
-        ("MOSAIC_TURN".into(), files.number.to_string().into()),
-        ("MOSAIC_PROVIDER".into(), manifest.provider.clone().into()),
-        ("MOSAIC_MODEL".into(), manifest.model.clone().into()),
-        ("MOSAIC_THINKING".into(), manifest.thinking.clone().into()),
-        ("MOSAIC_TOOLS".into(), manifest.cli_tools.join(",").into()),
-        ("MOSAIC_REQUEST".into(), path(&files.request)),
-        ("MOSAIC_TOOLS_SOCK".into(), path(&run.dir.join("tools.sock"))),
-        ("MOSAIC_TURN_MARKER".into(), path(&files.marker)),
-        ("MOSAIC_CLI".into(), path(&run.file.cli)),
+        (var(AdapterEnv::Bundle), path(&run.bundle)),
+        (var(AdapterEnv::Run), path(&run.dir)),
+        (var(AdapterEnv::Workspace), path(&run.file.workspace)),
+        (var(AdapterEnv::SessionDir), path(&layout.session())),
+        (var(AdapterEnv::SessionId), session_id.into()),
+        (var(AdapterEnv::Turn), files.number.to_string().into()),
+        (var(AdapterEnv::Provider), manifest.provider.clone().into()),
+        (var(AdapterEnv::Model), manifest.model.clone().into()),
+        (var(AdapterEnv::Thinking), manifest.thinking.clone().into()),
+        (var(AdapterEnv::Tools), manifest.cli_tools.join(",").into()),
+        (var(AdapterEnv::Request), path(&files.request)),
+        (var(AdapterEnv::ToolsSock), path(&layout.tools_sock())),
+        (var(AdapterEnv::TurnMarker), path(&files.marker)),
+        (var(AdapterEnv::Cli), path(&run.file.cli)),
+        // The CLI's temporary files stay inside its own domain (docs/runner.md, "Confinement").
+        ("TMPDIR".into(), path(&crate::confinement::session_tmp(run))),
     ];
-    for (role, asset) in &manifest.assets {
-        out.push((format!("MOSAIC_{}", screaming_snake(role)).into(), path(&asset.path)));
+    // Every asset role the contract knows reaches the adapter by its variable; a key it does not
+    // know names nothing any adapter reads.
+    for (key, asset) in &manifest.assets {
+        if let Some(role) = AssetRole::from_key(key) {
+            out.push((role.env_name().into(), path(&asset.path)));
+        }
     }
     for name in &run.file.pass_env {
         if let Some(value) = env.get(name) {
@@ -143,19 +153,7 @@ pub(crate) fn adapter_env(
         }
     }
     // After the harness's own variables, so nothing can move the log (spec, runner step 4).
-    out.push(("MOSAIC_UNSLOP_LOG".into(), path(&run.dir.join("unslop.jsonl"))));
-    out
-}
-
-/// `unslopLists` → `UNSLOP_LISTS`.
-fn screaming_snake(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() && !out.is_empty() {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
+    out.push((var(AdapterEnv::UnslopLog), path(&layout.unslop_log())));
     out
 }
 
@@ -166,7 +164,6 @@ pub(crate) struct TurnContext<'a> {
     pub(crate) session_id: &'a str,
     pub(crate) env: &'a Environment,
     pub(crate) stop: &'a AtomicBool,
-    pub(crate) pre_exec: Option<&'a dyn PreExec>,
 }
 
 /// Runs one turn with the request text already written to `files.request`.
@@ -177,6 +174,10 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
         Err(error) => return Ok(TurnOutcome::Failed(format!("the turn could not start: {error}"))),
     };
     let _ = std::fs::remove_file(&files.marker);
+    // Confinement: the domain is built here, in the runner, and entered in the child between
+    // fork and exec (docs/runner.md, "Confinement").
+    let domain =
+        crate::confinement::turn_domain(run, files.number, &files.request, turn.env.path())?;
     let outcome = supervise::run(Spawn {
         program: Path::new("/bin/sh"),
         args: vec![run.manifest.adapter.as_os_str().to_owned()],
@@ -186,7 +187,7 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
         stderr: StderrTo::File(stderr),
         deadline: run.turn_timeout(),
         stop: Some(turn.stop),
-        pre_exec: turn.pre_exec,
+        pre_exec: Some(&domain),
     });
     let outcome = match outcome {
         Ok(outcome) => outcome,
@@ -214,16 +215,4 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
         return Ok(TurnOutcome::Failed("the adapter printed no answer".to_owned()));
     }
     Ok(TurnOutcome::Answer(answer))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::screaming_snake;
-
-    #[test]
-    fn asset_roles_become_variable_names() {
-        assert_eq!(screaming_snake("gate"), "GATE");
-        assert_eq!(screaming_snake("unslopLists"), "UNSLOP_LISTS");
-        assert_eq!(screaming_snake("mcpServer"), "MCP_SERVER");
-    }
 }

@@ -207,8 +207,8 @@ fn adapter_killed_by_a_signal_fails_the_turn_naming_it_and_its_group_is_gone() {
         let fx = Fixture::new();
         fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
         let child = fx.spawn(&[("TEST_MODE", "pids")]);
-        wait_until(LIMIT, "the adapter's pids", || fx.run.join("pids").is_file());
-        let pids = std::fs::read_to_string(fx.run.join("pids")).unwrap();
+        wait_until(LIMIT, "the adapter's pids", || fx.run.join("session/pids").is_file());
+        let pids = std::fs::read_to_string(fx.run.join("session/pids")).unwrap();
         let [background, adapter]: [i32; 2] = pids
             .split_whitespace()
             .map(|pid| pid.parse().unwrap())

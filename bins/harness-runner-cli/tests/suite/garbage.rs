@@ -168,7 +168,7 @@ fn a_panic_on_another_thread_stops_the_session_and_exits_101() {
     let fx = Fixture::new();
     fx.broker
         .answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hang on")));
-    let trigger = fx.run.join("bg.pid");
+    let trigger = fx.run.join("session/bg.pid");
     let child = fx.spawn(&[
         ("TEST_MODE", "hang"),
         ("HARNESS_RUNNER_PANIC_FOR_TEST", trigger.to_str().unwrap()),

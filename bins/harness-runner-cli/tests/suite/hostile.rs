@@ -146,7 +146,7 @@ fn the_adapter_cannot_read_the_capability_out_of_the_runners_memory() {
     terminate(&child);
     let output = finish(child, LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let read = std::fs::read_to_string(fx.run.join("memread")).unwrap();
+    let read = std::fs::read_to_string(fx.run.join("session/memread")).unwrap();
     let lines: Vec<&str> = read.lines().collect();
     assert_eq!(lines[..2], ["open-denied", "0"], "the adapter read the runner's memory: {read}");
     // The control: the same scan reads a dumpable process of the same user (its own shell,
@@ -182,7 +182,7 @@ fn a_pass_env_value_that_is_not_utf8_reaches_the_adapter_as_is() {
     wait_until(LIMIT, "the reply", || !fx.broker.calls_of("message.send").is_empty());
     terminate(&child);
     assert_eq!(finish(child, LIMIT).status.code(), Some(0));
-    let env = std::fs::read(fx.run.join("adapter.env")).unwrap();
+    let env = std::fs::read(fx.run.join("session/adapter.env")).unwrap();
     assert!(
         env.split(|&b| b == b'\n').any(|line| line == b"TEST_MARK=caf\xe9-\xff"),
         "{}",
@@ -362,7 +362,7 @@ fn a_detached_process_of_a_turn_stopped_by_sigterm_is_killed_before_the_exit() {
     let fx = Fixture::new();
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
     let child = fx.spawn(&[("TEST_MODE", "leavehang"), ("TEST_MARK", &mark)]);
-    wait_until(LIMIT, "the adapter", || fx.run.join("started").exists());
+    wait_until(LIMIT, "the adapter", || fx.run.join("session/started").exists());
     wait_until(LIMIT, "the detached process", || !marked(&mark).is_empty());
     terminate(&child);
     let output = finish(child, LIMIT);
@@ -386,7 +386,9 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn an_unslop_log_replaced_by_a_fifo_or_a_link_to_dev_zero_is_a_broken_check_told_once() {
     for mode in ["fifo", "zero"] {
-        let fx = Fixture::new();
+        // The attack needs the run directory writable, which confinement denies the session;
+        // with confinement off (or a kernel without Landlock) the runner must still hold.
+        let fx = unconfined();
         fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "A")));
         fx.broker.answer_once("message.read", BrokerAnswer::result(message("m2", "message", "B")));
         let mut child = fx.spawn(&[("TEST_MODE", mode)]);
@@ -415,7 +417,8 @@ fn an_unslop_log_replaced_by_a_fifo_or_a_link_to_dev_zero_is_a_broken_check_told
 
 #[test]
 fn a_turn_file_made_ahead_by_the_session_is_skipped_never_written_through() {
-    let fx = Fixture::new();
+    // As above: writing turns/ needs confinement off.
+    let fx = unconfined();
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "A")));
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m2", "message", "B")));
     let child = fx.spawn(&[("TEST_MODE", "ahead")]);
@@ -585,4 +588,10 @@ fn a_claim_that_got_no_answer_is_released_on_the_way_out() {
     assert_eq!(output.status.code(), Some(23), "{}", stderr(&output));
     assert_eq!(fx.broker.calls_of("role.claim").len(), 3);
     assert_eq!(fx.broker.calls_of("role.release").len(), 1, "the unanswered claim is released");
+}
+
+/// A fixture whose run.json turns confinement off, for attacks that need the run directory
+/// writable by the session.
+fn unconfined() -> Fixture {
+    Fixture::with_run_json(|run_json| run_json["confine"] = serde_json::json!("off"))
 }

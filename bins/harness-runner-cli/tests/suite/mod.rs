@@ -1,7 +1,10 @@
+mod confine;
+mod confined_clis;
 mod exits;
 mod faults;
 mod fixture;
 mod garbage;
+mod git_safety;
 mod git_tools;
 mod hostile;
 mod load;
