@@ -36,7 +36,7 @@ pub use bins::workspace_binary;
 pub use broker::{BrokerAnswer, BrokerCall, ScriptedBroker};
 pub use canary::{
     CONTENT_TOKEN, CanaryCall, CanaryConfig, CanaryReport, Escape, Family, FamilyCounts, GateKind,
-    INSIDE_TOKEN, NAME_TOKEN, run_canary,
+    INSIDE_TOKEN, NAME_TOKEN, run_canary, without_restricted,
 };
 pub use clis::{
     Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, require_node, tools_bin_dir, workspace_root,

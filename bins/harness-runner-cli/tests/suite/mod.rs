@@ -4,6 +4,7 @@ mod fixture;
 mod garbage;
 mod git_tools;
 mod load;
+mod no_read_without_tool;
 mod real_sessions;
 mod s0_lines;
 mod turns;

@@ -31,7 +31,7 @@ const MODEL: &str = "scripted-model";
 /// What the turn's request says; the calls come from the scripted model, not from it.
 const REQUEST: &str = "Run the canary's tool calls.";
 /// The flag the canary's copy of the Claude Code adapter leaves out.
-const RESTRICTED: &str = " --restricted";
+const RESTRICTED: &str = "--restricted ";
 
 /// Where the adapters the bundle points at are: the shipped Pi adapter as it is, and a copy of the
 /// Claude Code adapter without `--restricted`.
@@ -39,15 +39,31 @@ pub(crate) fn adapters_without_restricted(dir: &Path) -> io::Result<PathBuf> {
     let assets = workspace_root().join("crates/harness-adapters/assets/adapters");
     std::fs::create_dir_all(dir)?;
     let claude = std::fs::read_to_string(assets.join("claude-code.sh"))?;
-    if claude.matches(RESTRICTED).count() != 1 {
-        return Err(io::Error::other(
-            "the Claude Code adapter does not pass --restricted exactly once; the canary cannot \
-             make its copy without it",
-        ));
-    }
-    write_file(&dir.join("claude-code.sh"), &claude.replacen(RESTRICTED, "", 1))?;
+    write_file(&dir.join("claude-code.sh"), &without_restricted(&claude)?)?;
     write_file(&dir.join("pi.sh"), &std::fs::read_to_string(assets.join("pi.sh"))?)?;
     Ok(dir.to_path_buf())
+}
+
+/// The Claude Code adapter's text without its one `--restricted` flag (comments left alone).
+pub fn without_restricted(adapter: &str) -> io::Result<String> {
+    let mut found = 0;
+    let lines: Vec<String> = adapter
+        .lines()
+        .map(|line| {
+            if line.trim_start().starts_with('#') || !line.contains(RESTRICTED) {
+                return line.to_owned();
+            }
+            found += line.matches(RESTRICTED).count();
+            line.replace(RESTRICTED, "")
+        })
+        .collect();
+    if found != 1 {
+        return Err(io::Error::other(format!(
+            "the Claude Code adapter passes --restricted {found} times, not once; the canary \
+             cannot make its copy without it"
+        )));
+    }
+    Ok(lines.join("\n") + "\n")
 }
 
 fn write_file(path: &Path, text: &str) -> io::Result<()> {

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub use drive::without_restricted;
 pub use generate::{CanaryCall, Family};
 pub use world::{CONTENT_TOKEN, INSIDE_TOKEN, NAME_TOKEN};
 
