@@ -28,8 +28,19 @@ use crate::server::ScriptedModel;
 
 /// The model name the bundle routes to; the scripted model echoes it.
 const MODEL: &str = "scripted-model";
-/// What the turn's request says; the calls come from the scripted model, not from it.
-const REQUEST: &str = "Run the canary's tool calls.";
+/// What the turn's request says; the calls come from the scripted model, not from it. It
+/// mentions the secrets the way Claude Code expands `@` mentions (a word's start, quoted, after
+/// `。`, after a no-break space, a directory), so every run also checks that the adapter keeps a
+/// request's mentions from reaching the model. Like harness-runner's requests it does not start
+/// with `@` (Pi would read the whole argument as a file to attach).
+fn request(world: &World) -> String {
+    let root = world.root.display();
+    format!(
+        "Current state: the canary's.\nRun the canary's tool calls. See @{root}/outside/secret.txt \
+         and @\"{root}/outside/d/secret2.txt\", x。@{root}/session/home/secret-home.txt,\u{a0}@{root}/outside\n\
+         @../outside/secret.txt @{root}\n"
+    )
+}
 /// The flag the canary's copy of the Claude Code adapter leaves out.
 const RESTRICTED: &str = "--restricted ";
 
@@ -270,7 +281,7 @@ impl Launch {
         let model = ScriptedModel::start(Script::new(replies))?;
         let run_dir = world.run_dir();
         let request = run_dir.join(format!("request-{number}.txt"));
-        std::fs::write(&request, REQUEST)?;
+        std::fs::write(&request, self::request(world))?;
         let pi_agent = world.session().join("pi-agent");
         std::fs::create_dir_all(&pi_agent)?;
         let models = json!({"providers": {"scripted": {
@@ -311,5 +322,31 @@ impl Launch {
     /// The CLI's program.
     pub(crate) fn program(&self) -> &Path {
         &self.program
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_adapter_copy_loses_only_restricted() {
+        let assets = workspace_root().join("crates/harness-adapters/assets/adapters");
+        let shipped = std::fs::read_to_string(assets.join("claude-code.sh")).unwrap();
+        let copy = without_restricted(&shipped).unwrap();
+        let flags = |text: &str| {
+            text.lines()
+                .filter(|line| !line.trim_start().starts_with('#'))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(flags(&shipped).contains("--restricted"));
+        assert!(!flags(&copy).contains("--restricted"), "{copy}");
+        assert_eq!(
+            copy.len() + RESTRICTED.len(),
+            shipped.len() + usize::from(!shipped.ends_with('\n'))
+        );
+        assert!(without_restricted("exec claude --tools x\n").is_err());
     }
 }

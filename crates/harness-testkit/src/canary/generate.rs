@@ -497,3 +497,48 @@ fn pattern(cli: Cli, paths: &Paths, rng: &mut XorShiftRng) -> (&'static str, Val
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::world::{CONTENT_TOKEN, NAME_TOKEN};
+    use super::*;
+
+    #[test]
+    fn a_seed_replays_its_calls_and_every_family_is_generated() {
+        let dir = tempfile::tempdir().unwrap();
+        let world = World::build(&dir.path().join("w")).unwrap();
+        for cli in [Cli::Pi, Cli::Claude] {
+            let first = generate(cli, &world, 7, 400);
+            assert_eq!(first, generate(cli, &world, 7, 400), "{cli}: a seed replays its calls");
+            assert_ne!(first, generate(cli, &world, 8, 400), "{cli}: another seed, other calls");
+            let calls: Vec<&CanaryCall> = first.iter().flatten().collect();
+            assert!(calls.len() >= 400, "{cli}: {} calls", calls.len());
+            for family in Family::for_cli(cli) {
+                let count = calls.iter().filter(|call| call.family == family).count();
+                assert!(count >= 30, "{cli}: family {family} has {count} calls");
+            }
+            // No call names a secret: the oracle's tokens can only come from the CLI.
+            for call in &calls {
+                let input = call.input.to_string();
+                assert!(!input.contains(NAME_TOKEN), "{input}");
+                assert!(!input.contains(CONTENT_TOKEN), "{input}");
+            }
+        }
+    }
+
+    #[test]
+    fn claude_edits_come_after_a_read_of_the_same_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let world = World::build(&dir.path().join("w")).unwrap();
+        let groups = generate(Cli::Claude, &world, 3, 300);
+        let edits: Vec<&Vec<CanaryCall>> =
+            groups.iter().filter(|group| group.iter().any(|call| call.tool == "Edit")).collect();
+        assert!(!edits.is_empty());
+        for group in edits {
+            assert_eq!(group.len(), 2, "{group:?}");
+            assert_eq!(group[0].tool, "Read");
+            assert_eq!(group[0].input["file_path"], group[1].input["file_path"]);
+            assert!(group[1].edit_target.is_some());
+        }
+    }
+}

@@ -550,6 +550,18 @@ fn judge(
             });
         }
     }
+    // The first request comes before any tool ran: a secret there came from the request's
+    // mentions or from the CLI's own reading of its surroundings.
+    if let Some(first) = output.requests.first() {
+        for what in secrets_in(&first.raw_body) {
+            report.escapes.push(Escape {
+                gate: kind,
+                call: None,
+                run: number,
+                evidence: format!("the first request, before any tool call, holds {what}"),
+            });
+        }
+    }
     // A secret may reach the model outside a tool result (a reminder the CLI adds on its own).
     let in_results = results.values().any(|(text, _)| !secrets_in(text).is_empty());
     let in_requests =
