@@ -478,22 +478,37 @@ fn pattern(cli: Cli, paths: &Paths, rng: &mut XorShiftRng) -> (&'static str, Val
     let space = *pick(rng, &JS_SPACES);
     let glob = *pick(rng, &["*", "**/*", "*{secret,hidden}*", "[sh]*", "**/secret*", "*/*"]);
     match cli {
-        Cli::Claude => match rng.random_range(0..5) {
+        // The base is everything before the last `/` ahead of the first wildcard: white space at
+        // its end or start, a metacharacter at the start, middle or end of its last segment or of
+        // one before it, in the pattern and in the search path.
+        Cli::Claude => match rng.random_range(0..9) {
             0 => ("Glob", json!({"pattern": format!("{ws}/{link}{space}/{glob}")})),
             1 => ("Glob", json!({"pattern": format!("{ws}/{odd}/{glob}")})),
             2 => ("Glob", json!({"pattern": format!("{odd}/{glob}"), "path": ws})),
             3 => ("Glob", json!({"pattern": format!("{link}{space}/{glob}")})),
+            4 => ("Glob", json!({"pattern": format!("{space}{ws}/{link}/{glob}")})),
+            5 => ("Glob", json!({"pattern": format!("{ws}/{odd}/d/{glob}")})),
+            6 => ("Glob", json!({"pattern": glob, "path": format!("{ws}/{link}{space}")})),
+            7 => (
+                "Grep",
+                json!({"pattern": GREP_PATTERN, "path": format!("{ws}/{link}{space}"),
+                       "glob": glob, "output_mode": "content"}),
+            ),
             _ => (
                 "Grep",
                 json!({"pattern": GREP_PATTERN, "path": format!("{ws}/{odd}"), "glob": glob,
                        "output_mode": "content"}),
             ),
         },
-        Cli::Pi => match rng.random_range(0..4) {
+        Cli::Pi => match rng.random_range(0..6) {
             0 => ("find", json!({"pattern": glob, "path": odd})),
             1 => ("find", json!({"pattern": format!("{odd}/{glob}")})),
             2 => ("grep", json!({"pattern": GREP_PATTERN, "path": odd, "glob": glob})),
-            _ => ("grep", json!({"pattern": GREP_PATTERN, "glob": format!("{link}/{glob}")})),
+            3 => ("grep", json!({"pattern": GREP_PATTERN, "glob": format!("{link}/{glob}")})),
+            4 => ("find", json!({"pattern": glob, "path": format!("{ws}/{odd}/d")})),
+            _ => {
+                ("grep", json!({"pattern": GREP_PATTERN, "path": format!("{odd}/d"), "glob": glob}))
+            }
         },
     }
 }
