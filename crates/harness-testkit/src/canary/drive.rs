@@ -218,7 +218,8 @@ pub(crate) fn build(
     })
 }
 
-/// Adds the built-in tools among `cli_tools` to settings.json's `permissions.allow` when missing;
+/// Adds the built-in tools among `cli_tools` to settings.json's `permissions.allow` when the list
+/// has no rule for them (neither `Tool` nor `Tool(...)`, so a bundle's own scoped rule is kept);
 /// returns true if and only if it changed the file.
 fn allow_builtins(settings: &Path, cli_tools: &[&str]) -> io::Result<bool> {
     let mut value: Value =
@@ -226,8 +227,12 @@ fn allow_builtins(settings: &Path, cli_tools: &[&str]) -> io::Result<bool> {
     let Some(allow) = value.pointer_mut("/permissions/allow").and_then(Value::as_array_mut) else {
         return Err(io::Error::other("the bundle's settings.json has no permissions.allow"));
     };
-    let missing: Vec<&str> =
-        cli_tools.iter().copied().filter(|tool| !allow.iter().any(|a| a == *tool)).collect();
+    let has_rule = |tool: &str| {
+        allow.iter().filter_map(Value::as_str).any(|rule| {
+            rule == tool || rule.strip_prefix(tool).is_some_and(|rest| rest.starts_with('('))
+        })
+    };
+    let missing: Vec<&str> = cli_tools.iter().copied().filter(|tool| !has_rule(tool)).collect();
     if missing.is_empty() {
         return Ok(false);
     }
@@ -348,5 +353,20 @@ mod tests {
             shipped.len() + usize::from(!shipped.ends_with('\n'))
         );
         assert!(without_restricted("exec claude --tools x\n").is_err());
+    }
+
+    #[test]
+    fn only_tools_without_a_rule_are_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = dir.path().join("settings.json");
+        let text = json!({"permissions": {"allow": ["mcp__mosaic", "Edit(/ws/**)", "Read"]}});
+        std::fs::write(&settings, text.to_string()).unwrap();
+        assert!(allow_builtins(&settings, &["Read", "Write", "Edit"]).unwrap());
+        let value: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        assert_eq!(
+            value["permissions"]["allow"],
+            json!(["mcp__mosaic", "Edit(/ws/**)", "Read", "Write"])
+        );
+        assert!(!allow_builtins(&settings, &["Read", "Write", "Edit"]).unwrap());
     }
 }
