@@ -57,12 +57,12 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
         "fuzz-cli: seed {seed}, {calls} calls per CLI (replay: cargo xtask fuzz-cli --seed {seed} \
          --calls {calls})"
     );
-    check(root, &clis, &CanaryConfig::new(calls, seed))
+    check(root, &clis, &CanaryConfig::new(calls, seed), true)
 }
 
 /// The fixed-seed slice `cargo xtask ci` runs after the tests (which built the binaries).
 pub(crate) fn ci_slice(root: &Path) -> Result<()> {
-    check(root, &[Cli::Pi, Cli::Claude], &CanaryConfig::new(CI_CALLS, CI_SEED))
+    check(root, &[Cli::Pi, Cli::Claude], &CanaryConfig::new(CI_CALLS, CI_SEED), false)
 }
 
 fn build(root: &Path) -> Result<()> {
@@ -75,7 +75,9 @@ fn build(root: &Path) -> Result<()> {
     process::run_visible(&mut build)
 }
 
-fn check(root: &Path, clis: &[Cli], config: &CanaryConfig) -> Result<()> {
+/// Runs the canary for `clis`; `verbose` lists up to 40 calls each CLI did not execute and why
+/// (the report's alternate form), otherwise three.
+fn check(root: &Path, clis: &[Cli], config: &CanaryConfig, verbose: bool) -> Result<()> {
     let bin_dir = root.join("target/debug");
     let gate = bin_dir.join("harness-gate");
     if !gate.is_file() {
@@ -89,7 +91,11 @@ fn check(root: &Path, clis: &[Cli], config: &CanaryConfig) -> Result<()> {
         let started = Instant::now();
         let report = run_canary(&paths, &gate, &bin_dir, config, &mut |line| eprintln!("{line}"))
             .with_context(|| format!("the canary could not run {}", cli.name()))?;
-        println!("{report:#}");
+        if verbose {
+            println!("{report:#}");
+        } else {
+            println!("{report}");
+        }
         println!("  wall time {:.1} s", started.elapsed().as_secs_f64());
         reports.push(report);
     }
