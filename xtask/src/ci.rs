@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use crate::{process, setup, verify_pi};
+use crate::{canary, process, setup, verify_pi};
 
 /// One step of the test command.
 struct Step {
@@ -25,6 +25,8 @@ const STEPS: &[Step] = &[
     Step { name: "clippy", run: clippy },
     Step { name: "verify-pi", run: verify_pi::run },
     Step { name: "test", run: test },
+    // After the tests, which built the binaries it drives: the real CLIs as the gate's oracle.
+    Step { name: "canary", run: canary::ci_slice },
 ];
 
 pub(crate) fn run(root: &Path) -> Result<()> {

@@ -11,6 +11,7 @@ mod bench_load;
 mod bench_runner;
 mod bench_tools;
 mod bench_unslop;
+mod canary;
 mod ci;
 mod demo;
 mod dist;
@@ -40,6 +41,9 @@ commands:
           with HARNESS_REQUIRE_CLIS=1; stops at the first failure
   fuzz    random trees and calls for both harnesses against the kernel's resolution; fails on
           any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
+  fuzz-cli  the real Pi and Claude Code as the gate's oracle: generated hostile calls through
+          the bundle's adapter, with the real gate and with an allow-all one (`--calls N`,
+          default 5000 per CLI; `--seed S`; `--cli pi|claude`)
   verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
           file hashes, Pi's own functions on a generated corpus, and NFD for every scalar";
 
@@ -68,6 +72,7 @@ fn run() -> Result<()> {
         ["demo", args @ ..] => demo::run(&workspace_root()?, args),
         ["dist", args @ ..] => dist::run(&workspace_root()?, args),
         ["fuzz", args @ ..] => fuzz::run(args),
+        ["fuzz-cli", args @ ..] => canary::run(&workspace_root()?, args),
         _ => bail!("unknown command line `{}`\n\n{USAGE}", args.join(" ")),
     }
 }

@@ -8,6 +8,7 @@ mod git_safety;
 mod git_tools;
 mod hostile;
 mod load;
+mod no_read_without_tool;
 mod real_sessions;
 mod s0_lines;
 mod turns;
