@@ -1,4 +1,4 @@
-//! The tool socket (DESIGN.md contract 5), as a component the runner hosts.
+//! The tool socket (docs/contracts.md, contract 5), as a component the runner hosts.
 //!
 //! [`ToolSocket::bind`] creates `RUN/tools.sock` so that it is never reachable with a mode wider
 //! than 0600: the socket is bound inside a fresh 0700 directory next to it, set to 0600, checked,

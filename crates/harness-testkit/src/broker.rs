@@ -1,4 +1,4 @@
-//! A scripted broker speaking DESIGN.md contract 4 (`docs/protocol.md`), for any test.
+//! A scripted broker speaking docs/contracts.md, contract 4 (`docs/protocol.md`), for any test.
 //!
 //! It binds a Unix socket in its own temporary directory, answers every request line from a
 //! per-verb script (a sticky answer, with one-shot answers queued in front of it), and records

@@ -18,7 +18,7 @@ pub const ORGANIZATION_KEYS: &[&str] = &["limits", "models", "instances", "assis
 /// `change_organization`'s `assistants[].definition`); kept with [`ORGANIZATION_KEYS`].
 pub const THREAD_DEFINITION: &str = "assistant";
 
-/// A verb of the broker protocol (DESIGN.md contract 4). The tools use some; the runner uses
+/// A verb of the broker protocol (docs/contracts.md, contract 4). The tools use some; the runner uses
 /// `role.claim`, `message.read`, `message.send`, `state` and `role.release`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Verb {
