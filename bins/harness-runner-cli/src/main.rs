@@ -7,15 +7,10 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 /// The exit code after a panic: Rust's own, so a panic on the main thread, which unwinds out of
 /// `main`, ends with the same code as one on another thread.
 const PANIC_EXIT: u8 = 101;
-
-/// Set only by this binary's tests: a path; once something is there, a thread of the runner
-/// panics, to prove that a panic on another thread than the main one still ends the session.
-const PANIC_FOR_TEST: &str = "HARNESS_RUNNER_PANIC_FOR_TEST";
 
 /// Set by the panic hook.
 static PANICKED: AtomicBool = AtomicBool::new(false);
@@ -47,14 +42,7 @@ fn main() -> ExitCode {
         let text = info.to_string().replace('\n', " ");
         eprintln!("harness-runner: panicked: {text} (stopping; exit {PANIC_EXIT})");
     }));
-    if let Some(path) = env.get(PANIC_FOR_TEST).map(std::ffi::OsStr::to_owned) {
-        std::thread::spawn(move || {
-            while std::fs::symlink_metadata(&path).is_err() {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            panic!("{PANIC_FOR_TEST}: {} appeared", path.display());
-        });
-    }
+    harness_runner::panic_for_test(&env);
     let mut args = std::env::args_os().skip(1);
     let (Some(run_dir), None) = (args.next(), args.next()) else {
         eprintln!(

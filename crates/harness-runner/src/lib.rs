@@ -19,6 +19,7 @@ mod lock;
 mod request;
 mod session;
 mod supervise;
+mod test_hooks;
 mod turn;
 
 pub use config::{Manifest, Run, RunFile, load_run, read_capability};
@@ -31,3 +32,4 @@ pub use request::{Message, MessageKind};
 pub use session::{
     LANDING_SENDER, RunnerConfig, Stopped, harden_process, install_stop_handlers, run,
 };
+pub use test_hooks::panic_for_test;
