@@ -93,14 +93,15 @@ fn main() {
         route: Route::Primary,
         route_reason: "bench".into(),
         harness_version: "bench".into(),
+        cli_version: "bench".into(),
         models: resolved.launch.models.clone(),
-        land: false,
+        land: None,
         skills_dir: skills.clone(),
         install: layout.clone(),
         network: "host".into(),
     };
     // The floor writes exactly what a build writes.
-    let sample = build_bundle(&request(out.join("sample"))).unwrap();
+    let sample = build_bundle(&request(out.join("sample"))).unwrap().dir;
     let mut written = Vec::new();
     files(&sample, &sample, &mut written);
     let bytes: usize = written.iter().map(|(_, b)| b.len()).sum();

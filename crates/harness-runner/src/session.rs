@@ -387,6 +387,9 @@ impl<'a> Session<'a> {
                     continue;
                 }
             };
+            // The seal (docs/bundle.md): no turn runs on a bundle changed since the start; the
+            // run ends with exit 2 and the message stays unread.
+            self.run.seal.recheck().map_err(|error| RunError::BadRun(error.to_string()))?;
             let number = next_turn(self.run);
             let outcome = self.turn(&message, number, &session_id)?;
             // What the log gained in this turn becomes the note on the next RESULT.

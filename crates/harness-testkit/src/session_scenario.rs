@@ -153,7 +153,7 @@ impl SessionScenario {
         resolved.skills.clear();
         resolved.projects.clear();
         let module = module(harness).ok_or_else(|| io::Error::other("no harness module"))?;
-        build_bundle(&BundleRequest {
+        let built = build_bundle(&BundleRequest {
             dir: run.join("bundle"),
             resolved: &resolved,
             contract: std::fs::read_to_string(fixtures.join("bundle/contracts/pm.md"))?,
@@ -169,8 +169,9 @@ impl SessionScenario {
             route: Route::Primary,
             route_reason: "the primary route is healthy".to_owned(),
             harness_version: module.version().to_owned(),
+            cli_version: module.cli_version().to_owned(),
             models: resolved.launch.models.clone(),
-            land: false,
+            land: None,
             skills_dir: fixtures.join("bundle/skills-enabled"),
             install: options.layout,
             network: "host".to_owned(),
@@ -186,6 +187,7 @@ impl SessionScenario {
         let run_json = json!({
             "broker": broker.socket(),
             "workspace": workspace,
+            "bundleDigest": built.digest,
             "cli": cli.program(),
             "turnTimeout": options.turn_timeout,
             "brokerRetries": 10,

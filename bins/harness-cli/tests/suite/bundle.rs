@@ -24,6 +24,8 @@ pub(crate) fn setup(dir: &Path, resolved: &str, route: &str) -> std::path::PathB
         ("share/harness/pi/extension.mjs", "extension"),
         ("share/harness/pi/unslop-extension.mjs", "unslop extension"),
         ("share/harness/unslop/lists.json", "{}"),
+        ("share/harness/adapters/pi.sh", "pi adapter"),
+        ("share/harness/adapters/claude-code.sh", "claude-code adapter"),
     ] {
         let path = prefix.join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -62,13 +64,19 @@ fn a_bundle_built_for_each_harness_passes_verify() {
             out.to_str().unwrap(),
         ]);
         assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-        assert_eq!(String::from_utf8_lossy(&built.stdout).trim(), out.display().to_string());
+        let digest = String::from_utf8_lossy(&built.stdout).trim().to_owned();
+        assert_eq!(
+            digest,
+            harness_bundle::hex_sha256(&std::fs::read(out.join("manifest.json")).unwrap())
+        );
         let manifest: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
         assert_eq!(manifest["harness"], expected);
         let verified = harness(&["bundle", "verify", out.to_str().unwrap()]);
         assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
         assert!(String::from_utf8_lossy(&verified.stdout).starts_with("ok: "));
+        let sealed = harness(&["bundle", "verify", out.to_str().unwrap(), "--digest", &digest]);
+        assert!(sealed.status.success(), "{}", String::from_utf8_lossy(&sealed.stdout));
     }
 }
 
