@@ -60,9 +60,6 @@ pub enum Mismatch {
     },
     /// A bundle entry that is neither a regular file nor a directory (a symlink, a FIFO, ...).
     NotAFile(String),
-    /// An installed asset changed on disk since the runner verified it (its inode, size, mtime or
-    /// ctime differs).
-    AssetTouched(String),
     /// The manifest's `adapter` is not the adapter asset it seals.
     Adapter {
         /// The manifest's `adapter`.
@@ -87,7 +84,6 @@ impl std::fmt::Display for Mismatch {
                 write!(f, "{file}: mode {mode:04o}, the bundle's is {expected:04o}")
             }
             Self::NotAFile(file) => write!(f, "{file}: not a regular file or directory"),
-            Self::AssetTouched(file) => write!(f, "{file}: changed on disk since the start"),
             Self::Adapter { adapter, sealed } => {
                 write!(f, "adapter: the manifest runs {adapter}, but seals {sealed}")
             }
@@ -113,24 +109,6 @@ struct Tree {
     files: BTreeMap<String, Vec<u8>>,
     /// Everything that is not as the build leaves it, except digests.
     problems: Vec<Mismatch>,
-}
-
-/// An installed file's identity: if none of these changed, neither did its bytes (the kernel
-/// sets ctime on every change, and nothing unprivileged can set it back).
-type Identity = (u64, u64, u64, i64, i64, i64, i64);
-
-fn identity(path: &Path) -> Option<Identity> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    Some((
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec(),
-    ))
 }
 
 /// The parts of manifest.json verification reads.
@@ -382,8 +360,6 @@ pub struct SealedBundle {
     manifest: Vec<u8>,
     policy: Vec<u8>,
     cli_version: String,
-    /// Each asset's identity when it was verified.
-    assets: Vec<(String, PathBuf, Option<Identity>)>,
 }
 
 fn changed(mismatches: &[Mismatch]) -> BundleError {
@@ -395,16 +371,6 @@ impl SealedBundle {
     /// Verifies the bundle in `dir` against `digest` (run.json's `bundleDigest`): everything
     /// [`verify_bundle`] checks. Any mismatch is `bundle-changed`, naming each.
     pub fn open(dir: &Path, digest: &str) -> Result<Self, BundleError> {
-        let mut assets = Vec::new();
-        // Identities first: an asset changed between this and its hashing then fails the
-        // recheck before the first turn, instead of passing with a stale identity.
-        let manifest = read_manifest(dir)?;
-        if let Ok(parsed) = parse_manifest(&dir.join("manifest.json"), &manifest) {
-            for (role, (path, _)) in parsed.assets {
-                let id = identity(&path);
-                assets.push((role, path, id));
-            }
-        }
         let (verification, parsed, files, manifest) = check(dir, Some(digest))?;
         if !verification.mismatches.is_empty() {
             return Err(changed(&verification.mismatches));
@@ -418,7 +384,6 @@ impl SealedBundle {
             manifest,
             policy: policy.clone(),
             cli_version: parsed.cli_version,
-            assets,
         })
     }
 
@@ -466,10 +431,12 @@ impl SealedBundle {
         }
     }
 
-    /// Checks again what the session could have changed since the start: manifest.json against
-    /// the digest, every bundle file's bytes and mode, nothing added, and every asset's identity
-    /// (inode, size, mtime, ctime: an asset is megabytes, and any write changes its ctime).
-    /// Any difference is `bundle-changed`, naming each.
+    /// Checks again the bundle files a session could have changed since the start (it runs as
+    /// the user the bundle belongs to): manifest.json against the digest, every bundle file's
+    /// bytes and mode (policy.json, which the gate reads on every call, above all), and nothing
+    /// added. Any difference is `bundle-changed`, naming each. The installed assets are checked
+    /// at start only: the install is the host's, not the session's, and a gate that goes
+    /// missing during a run is blocked by the harness itself (the S0 lines).
     pub fn recheck(&self) -> Result<(), BundleError> {
         let manifest_path = self.dir.join("manifest.json");
         let manifest = read_manifest(&self.dir)?;
@@ -494,12 +461,6 @@ impl SealedBundle {
             }
         }
         mismatches.extend(tree.problems);
-        for (role, path, id) in &self.assets {
-            let now = identity(path);
-            if now.is_none() || &now != id {
-                mismatches.push(Mismatch::AssetTouched(format!("{role} ({})", path.display())));
-            }
-        }
         if mismatches.is_empty() { Ok(()) } else { Err(changed(&mismatches)) }
     }
 }

@@ -6,4 +6,5 @@ mod git_tools;
 mod load;
 mod real_sessions;
 mod s0_lines;
+mod sealed;
 mod turns;
