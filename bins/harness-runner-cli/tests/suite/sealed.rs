@@ -131,3 +131,177 @@ fn a_policy_changed_between_turns_stops_the_run_before_the_next_turn() {
     assert_eq!(fx.broker.calls_of("message.send").len(), 1);
     assert_eq!(fx.broker.calls_of("role.release").len(), 1);
 }
+
+// The real Claude Code 2.1.296 through the runner and the shipped adapter (issue 13, items 4 and
+// 5; issue 11, item 9): one message, one turn, the scripted model and broker.
+
+mod real_claude {
+    use std::path::PathBuf;
+    use std::time::{Duration, Instant};
+
+    use harness_testkit::{
+        Cli, RecordedRequest, Reply, SessionOptions, SessionScenario, ToolResult, require_cli,
+        workspace_binary,
+    };
+    use serde_json::json;
+
+    const LIMIT: Duration = Duration::from_secs(180);
+
+    /// Runs message "Go" through the runner with the real Claude Code for a role whose
+    /// `limits.tools` is `limits`; `replies` scripts the model. Returns the RESULT, the model's
+    /// requests and the scenario.
+    fn one_turn(
+        limits: &[&str],
+        replies: impl FnOnce(&SessionScenario) -> Vec<Reply>,
+    ) -> Option<(String, Vec<RecordedRequest>, SessionScenario)> {
+        let claude = require_cli(Cli::Claude)?;
+        let gate = workspace_binary("harness-gate");
+        let _ = (workspace_binary("harness-mcp"), workspace_binary("harness-unslop"));
+        let mut options = SessionOptions::from_checkout(gate.parent().unwrap());
+        options.limits = Some(limits.iter().map(|tool| (*tool).to_owned()).collect());
+        let s = SessionScenario::with_options(&claude, options).unwrap();
+        s.broker().answer(
+            "tasks",
+            harness_testkit::BrokerAnswer::result(
+                json!({"tasks": [{"ref": "web-1", "title": "Ship the login page"}], "total": 1}),
+            ),
+        );
+        s.model().push_replies(replies(&s));
+        s.send_message("m1", "acme-cos", "Go");
+        let runner = PathBuf::from(env!("CARGO_BIN_EXE_harness-runner"));
+        let mut child = s.spawn_runner(&runner).unwrap();
+        let start = Instant::now();
+        while s.broker().calls_of("message.send").is_empty() {
+            if start.elapsed() > LIMIT || child.try_wait().unwrap().is_some() {
+                let _ = child.kill();
+                let output = child.wait_with_output().unwrap();
+                let turn = std::fs::read_to_string(s.run_dir().join("turns/0001.stderr"))
+                    .unwrap_or_default();
+                panic!("no RESULT: {}\nturn: {turn}", String::from_utf8_lossy(&output.stderr));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let result =
+            s.broker().calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
+        let calls = s.model().messages_calls();
+        Some((result, calls, s))
+    }
+
+    fn result_of(calls: &[RecordedRequest], id: &str) -> ToolResult {
+        calls
+            .iter()
+            .flat_map(RecordedRequest::tool_results)
+            .find(|result| result.tool_use_id == id)
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    }
+
+    /// Item 4: no file tool at all; the adapter passes `--tools ""` and the typed tools work.
+    #[test]
+    fn a_claude_code_role_without_file_tools_runs_a_turn_with_its_typed_tools() {
+        let Some((result, calls, _s)) = one_turn(&[], |_| {
+            vec![
+                Reply::tool_use("toolu_tasks", "mcp__mosaic__list_tasks", json!({})),
+                Reply::text("One task is open."),
+            ]
+        }) else {
+            return;
+        };
+        assert_eq!(result, "One task is open.");
+        let offered = calls[0].tool_names();
+        assert!(offered.iter().any(|name| name == "mcp__mosaic__list_tasks"), "{offered:?}");
+        for builtin in ["Read", "Write", "Edit", "Grep", "Glob", "Bash"] {
+            assert!(!offered.iter().any(|name| name == builtin), "{builtin}: {offered:?}");
+        }
+        let listed = result_of(&calls, "toolu_tasks");
+        assert!(!listed.is_error && listed.text.contains("web-1"), "{listed:?}");
+    }
+
+    /// Item 5: a role holding write and edit writes and edits inside the workspace under
+    /// `dontAsk`; a Write outside is still refused by the gate.
+    #[test]
+    fn a_claude_code_role_writes_and_edits_inside_the_workspace_and_not_outside() {
+        let outside = std::cell::RefCell::new(PathBuf::new());
+        let Some((result, calls, s)) = one_turn(&["read", "write", "edit"], |s| {
+            let readme = s.workspace().join("README.md");
+            let out = s.secret().parent().unwrap().join("planted.txt");
+            *outside.borrow_mut() = out.clone();
+            vec![
+                Reply::tool_use("toolu_read", "Read", json!({"file_path": readme})),
+                Reply::tool_use(
+                    "toolu_edit",
+                    "Edit",
+                    json!({"file_path": readme, "old_string": "# The sample project", "new_string": "# The edited project"}),
+                ),
+                Reply::tool_use(
+                    "toolu_write",
+                    "Write",
+                    json!({"file_path": s.workspace().join("notes.txt"), "content": "written in the turn\n"}),
+                ),
+                Reply::tool_use(
+                    "toolu_out",
+                    "Write",
+                    json!({"file_path": out, "content": "planted\n"}),
+                ),
+                Reply::text("done"),
+            ]
+        }) else {
+            return;
+        };
+        assert_eq!(result, "done");
+        for id in ["toolu_read", "toolu_edit", "toolu_write"] {
+            let answer = result_of(&calls, id);
+            assert!(!answer.is_error, "{id}: {answer:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(s.workspace().join("README.md")).unwrap(),
+            "# The edited project\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(s.workspace().join("notes.txt")).unwrap(),
+            "written in the turn\n"
+        );
+        let blocked = result_of(&calls, "toolu_out");
+        assert!(blocked.is_error && blocked.text.contains("harness-gate: blocked"), "{blocked:?}");
+        assert!(!outside.borrow().exists(), "the Write outside went through");
+    }
+
+    /// Issue 11, item 9: Edit and Write check the disk before the PreToolUse hook runs, but a
+    /// deny rule before the disk; the bundle's own deny rules keep what the disk would say about
+    /// the bundle (here: whether a text is in prompt.md) from the model.
+    #[test]
+    fn claude_codes_own_deny_rules_answer_before_the_disk_for_the_bundle() {
+        let Some((result, calls, s)) = one_turn(&["read", "write", "edit"], |s| {
+            let bundle = s.run_dir().join("bundle");
+            vec![
+                Reply::tool_use(
+                    "toolu_probe",
+                    "Edit",
+                    json!({"file_path": bundle.join("prompt.md"), "old_string": "no such text in the prompt", "new_string": "x"}),
+                ),
+                Reply::tool_use(
+                    "toolu_plant",
+                    "Write",
+                    json!({"file_path": bundle.join("planted.md"), "content": "x"}),
+                ),
+                Reply::text("done"),
+            ]
+        }) else {
+            return;
+        };
+        assert_eq!(result, "done");
+        for id in ["toolu_probe", "toolu_plant"] {
+            let answer = result_of(&calls, id);
+            assert!(answer.is_error, "{id}: {answer:?}");
+            assert!(
+                answer.text.contains("denied by your permission settings"),
+                "{id}: Claude Code's deny rule did not answer first: {answer:?}"
+            );
+            assert!(!answer.text.contains("String to replace not found"), "{answer:?}");
+        }
+        assert!(!s.run_dir().join("bundle/planted.md").exists());
+    }
+}
