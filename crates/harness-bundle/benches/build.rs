@@ -53,8 +53,10 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn main() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+    // The workspace must be in normal form: the temporary directory's real path.
+    let root = &dir.path().canonicalize().unwrap();
     let layout = InstallLayout::under(&root.join("prefix"));
+    std::fs::create_dir_all(root.join("ws")).unwrap();
     for path in [
         &layout.gate,
         &layout.mcp,
@@ -62,6 +64,7 @@ fn main() {
         &layout.pi_extension,
         &layout.pi_unslop_extension,
         &layout.unslop_lists,
+        &layout.adapters.join("claude-code.sh"),
     ] {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, vec![b'x'; 4096]).unwrap();
