@@ -270,12 +270,17 @@ fn walk_dir(
     Ok(())
 }
 
-/// Checks everything the manifest seals. Returns the count checked, the mismatches, the parsed
-/// manifest and the bundle files read.
-fn check(
-    dir: &Path,
-    digest: Option<&str>,
-) -> Result<(Verification, Parsed, BTreeMap<String, Vec<u8>>, Vec<u8>), BundleError> {
+/// What [`check`] found, beyond the report: the parsed manifest, the bundle files read, and the
+/// manifest bytes the digest was computed from.
+struct Checked {
+    verification: Verification,
+    parsed: Parsed,
+    files: BTreeMap<String, Vec<u8>>,
+    manifest: Vec<u8>,
+}
+
+/// Checks everything the manifest seals.
+fn check(dir: &Path, digest: Option<&str>) -> Result<Checked, BundleError> {
     let manifest_path = dir.join("manifest.json");
     let manifest_bytes = read_manifest(dir)?;
     let actual_digest = hex_sha256(&manifest_bytes);
@@ -338,7 +343,7 @@ fn check(
         });
     }
     let verification = Verification { checked, digest: actual_digest, mismatches };
-    Ok((verification, parsed, tree.files, manifest_bytes))
+    Ok(Checked { verification, parsed, files: tree.files, manifest: manifest_bytes })
 }
 
 /// Checks a bundle against its manifest, and the manifest against `digest` when given: every
@@ -349,7 +354,7 @@ fn check(
 /// (`manifest-invalid`), not a mismatch. Without `digest`, an edit of manifest.json's own fields
 /// (model, cliTools, ...) goes unseen: the digest is what seals them.
 pub fn verify_bundle(dir: &Path, digest: Option<&str>) -> Result<Verification, BundleError> {
-    check(dir, digest).map(|(verification, ..)| verification)
+    check(dir, digest).map(|checked| checked.verification)
 }
 
 /// A bundle the runner verified against its digest at start, and checks again before each turn.
@@ -371,7 +376,7 @@ impl SealedBundle {
     /// Verifies the bundle in `dir` against `digest` (run.json's `bundleDigest`): everything
     /// [`verify_bundle`] checks. Any mismatch is `bundle-changed`, naming each.
     pub fn open(dir: &Path, digest: &str) -> Result<Self, BundleError> {
-        let (verification, parsed, files, manifest) = check(dir, Some(digest))?;
+        let Checked { verification, parsed, files, manifest } = check(dir, Some(digest))?;
         if !verification.mismatches.is_empty() {
             return Err(changed(&verification.mismatches));
         }
