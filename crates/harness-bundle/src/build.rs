@@ -158,7 +158,11 @@ fn check_workspace(request: &BundleRequest<'_>) -> Result<(), BundleError> {
             "is not in normal form: it resolves to {resolved:?}; give that path"
         )));
     }
-    if request.dir.starts_with(&resolved) {
+    // The bundle does not exist yet: its parent, resolved, says where it will be.
+    let parent = request.dir.parent().and_then(|parent| std::fs::canonicalize(parent).ok());
+    if request.dir.starts_with(&resolved)
+        || parent.is_some_and(|parent| parent.starts_with(&resolved))
+    {
         return Err(problem(format!(
             "holds the bundle directory {:?}: the session could rewrite its policy",
             request.dir

@@ -279,6 +279,15 @@ fn a_workspace_that_is_missing_a_file_root_or_not_normal_is_refused() {
         "workspace-invalid",
         "holds the bundle directory",
     );
+    refuse_request(
+        |env, req| {
+            std::fs::create_dir_all(env.workspace.join("sub")).unwrap();
+            symlink("ws/sub", &env.root.join("into-ws"));
+            req.dir = env.root.join("into-ws/bundle");
+        },
+        "workspace-invalid",
+        "holds the bundle directory",
+    );
 }
 
 #[test]
