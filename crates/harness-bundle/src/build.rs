@@ -46,12 +46,12 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
         )));
     }
     check_workspace(request)?;
-    let land = match request.land {
-        Some(land) if land != resolved.land_held => {
-            return Err(BundleError::LandMismatch { requested: land, held: resolved.land_held });
-        }
-        _ => resolved.land_held,
-    };
+    // land_work follows the resolved instance's landHeld; a request may only repeat it.
+    if let Some(land) = request.land
+        && land != resolved.land_held
+    {
+        return Err(BundleError::LandMismatch { requested: land, held: resolved.land_held });
+    }
     if request.contract.contains('\0') {
         return Err(BundleError::Contract(
             "holds a NUL byte, which cannot go through a command-line argument".to_owned(),
@@ -62,9 +62,7 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
         return Err(BundleError::DuplicateSkill { skill: skill.clone() });
     }
     let skills = skills::read_skills(&request.skills_dir, &resolved.skills)?;
-    let mut for_tools = resolved.clone();
-    for_tools.land_held = land;
-    let tools = tools_for(&for_tools);
+    let tools = tools_for(resolved);
     let typed_raw: Vec<String> = tools.tools.iter().map(|tool| tool.name.clone()).collect();
     let typed: Vec<String> =
         typed_raw.iter().map(|name| request.harness.typed_tool_name(name)).collect();
@@ -90,9 +88,7 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
         "policy.json",
         &json_bytes("policy.json", &policy(request, &builtin, &typed_raw))?,
     )?;
-    let tools_value = serde_json::to_value(&tools)
-        .map_err(|source| BundleError::Serialize { what: "tools.json", source })?;
-    staging.write("tools.json", &json_bytes("tools.json", &tools_value)?)?;
+    staging.write("tools.json", &json_bytes("tools.json", &tools)?)?;
     let cx = ModuleContext {
         bundle_dir: &request.dir,
         layout: &request.install,
@@ -173,7 +169,7 @@ fn check_workspace(request: &BundleRequest<'_>) -> Result<(), BundleError> {
 
 /// Serializes `value` pretty-printed with a trailing newline; an error fails the build (an
 /// empty policy or settings file would fail open).
-fn json_bytes(what: &'static str, value: &Value) -> Result<Vec<u8>, BundleError> {
+fn json_bytes(what: &'static str, value: &impl serde::Serialize) -> Result<Vec<u8>, BundleError> {
     let mut bytes = serde_json::to_vec_pretty(value)
         .map_err(|source| BundleError::Serialize { what, source })?;
     bytes.push(b'\n');
