@@ -60,6 +60,14 @@ pub enum Mismatch {
     },
     /// A bundle entry that is neither a regular file nor a directory (a symlink, a FIFO, ...).
     NotAFile(String),
+    /// A bundle file with more than one hard link: the same bytes could be changed through a
+    /// name outside the bundle (in the workspace, say) while the gate reads them.
+    HardLinked {
+        /// The file, relative to the bundle.
+        file: String,
+        /// Its link count.
+        links: u64,
+    },
     /// The manifest's `adapter` is not the adapter asset it seals.
     Adapter {
         /// The manifest's `adapter`.
@@ -84,6 +92,9 @@ impl std::fmt::Display for Mismatch {
                 write!(f, "{file}: mode {mode:04o}, the bundle's is {expected:04o}")
             }
             Self::NotAFile(file) => write!(f, "{file}: not a regular file or directory"),
+            Self::HardLinked { file, links } => {
+                write!(f, "{file}: {links} hard links, the bundle's files have one")
+            }
             Self::Adapter { adapter, sealed } => {
                 write!(f, "adapter: the manifest runs {adapter}, but seals {sealed}")
             }
@@ -191,9 +202,9 @@ fn read_regular(fd: OwnedFd) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn mode_of(fd: &OwnedFd) -> std::io::Result<(FileType, u32)> {
+fn mode_of(fd: &OwnedFd) -> std::io::Result<(FileType, u32, u64)> {
     let stat = rustix::fs::fstat(fd)?;
-    Ok((FileType::from_raw_mode(stat.st_mode), stat.st_mode & 0o7777))
+    Ok((FileType::from_raw_mode(stat.st_mode), stat.st_mode & 0o7777, stat.st_nlink))
 }
 
 /// Walks the bundle directory without following a link; reads only the files `recorded` names.
@@ -201,7 +212,7 @@ fn walk(dir: &Path, recorded: &BTreeSet<&str>) -> Result<Tree, BundleError> {
     let fd = rustix::fs::open(dir, DIR_FLAGS, Mode::empty())
         .map_err(|errno| BundleError::io("open", dir)(errno.into()))?;
     let mut tree = Tree::default();
-    let (_, mode) = mode_of(&fd).map_err(BundleError::io("examine", dir))?;
+    let (_, mode, _) = mode_of(&fd).map_err(BundleError::io("examine", dir))?;
     if mode != DIR_MODE {
         tree.problems.push(Mismatch::Mode { file: ".".to_owned(), mode, expected: DIR_MODE });
     }
@@ -230,7 +241,7 @@ fn walk_dir(
             FileType::Directory => {
                 let sub = rustix::fs::openat(fd, entry.file_name(), DIR_FLAGS, Mode::empty())
                     .map_err(|errno| BundleError::io("open", &path)(errno.into()))?;
-                let (_, mode) = mode_of(&sub).map_err(BundleError::io("examine", &path))?;
+                let (_, mode, _) = mode_of(&sub).map_err(BundleError::io("examine", &path))?;
                 if mode != DIR_MODE {
                     tree.problems.push(Mismatch::Mode {
                         file: rel.clone(),
@@ -247,10 +258,14 @@ fn walk_dir(
                 }
                 let file = rustix::fs::openat(fd, entry.file_name(), FILE_FLAGS, Mode::empty())
                     .map_err(|errno| BundleError::io("open", &path)(errno.into()))?;
-                let (kind, mode) = mode_of(&file).map_err(BundleError::io("examine", &path))?;
+                let (kind, mode, links) =
+                    mode_of(&file).map_err(BundleError::io("examine", &path))?;
                 if kind != FileType::RegularFile {
                     tree.problems.push(Mismatch::NotAFile(rel));
                     continue;
+                }
+                if links != 1 {
+                    tree.problems.push(Mismatch::HardLinked { file: rel.clone(), links });
                 }
                 if mode != FILE_MODE {
                     tree.problems.push(Mismatch::Mode {
