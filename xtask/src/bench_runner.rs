@@ -10,8 +10,9 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
+use harness_bus::{Broker, BrokerConfig, Capability, UnixBroker};
 use harness_testkit::{BrokerAnswer, Cli, SESSION_CAP, SessionScenario, require_cli};
-use harness_tools::{Broker, BrokerConfig, Capability, UnixBroker, Verb};
+use harness_tools::Verb;
 use serde_json::json;
 
 use crate::bench::{Row, median_f64, rss_kib, write_section};
@@ -110,7 +111,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
          Each start waits for the runner's first `message.read`; each stop is SIGTERM and the wait for exit 0 \
          (`role.release` included). After the {CYCLES} cycles no process whose command line names the run \
          directory is alive, `tools.sock` is gone, and the run directory holds only `run.json`, `bundle/`, \
-         `session/`, `turns/`, `tmp/` and the `runner.lock` file. The tool calls alternate with the direct calls ({CALLS} each, after 20 \
+         `session/`, `turns/`, `tmp/`, the runner state `state/` and the `runner.lock` file. The tool calls alternate with the direct calls ({CALLS} each, after 20 \
          warm-up), each on a new connection, as the MCP server and the Pi extension make them.\n",
         rss as f64 / 1024.0,
         hwm as f64 / 1024.0,
@@ -189,7 +190,7 @@ fn leftovers(run: &Path) -> Result<Vec<String>> {
     }
     for entry in std::fs::read_dir(run)?.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !["run.json", "bundle", "session", "turns", "tmp", "runner.lock"]
+        if !["run.json", "bundle", "session", "turns", "tmp", "state", "runner.lock"]
             .contains(&name.as_str())
         {
             found.push(PathBuf::from(&name).display().to_string());

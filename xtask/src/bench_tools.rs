@@ -21,11 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
-use harness_testkit::{BrokerAnswer, ScriptedBroker};
-use harness_tools::{
-    Backends, BrokerConfig, Capability, ResolvedInstance, RunningToolSocket, ToolSocket,
-    ToolSocketConfig, UnixBroker, tools_for,
+use harness_bus::{
+    Backends, BrokerConfig, Capability, RunningToolSocket, ToolSocket, ToolSocketConfig, UnixBroker,
 };
+use harness_testkit::{BrokerAnswer, ScriptedBroker};
+use harness_tools::{ResolvedInstance, tools_for};
 use serde_json::json;
 
 use crate::bench::{cargo, load_average, mib, target_dir, utc_now};
@@ -62,7 +62,7 @@ pub(crate) fn run(root: &Path, runs: usize) -> Result<Vec<crate::bench::Row>> {
     process::run_visible(cargo(root).args([
         "bench",
         "-p",
-        "harness-tools",
+        "harness-bus",
         "--bench",
         "round_trip",
         "--no-run",
@@ -271,10 +271,10 @@ fn parse_round_trip(rest: &str) -> Option<RoundTrip> {
     })
 }
 
-/// Runs the round-trip bench of harness-tools (release profile) and reads its line.
+/// Runs the round-trip bench of harness-bus (release profile) and reads its line.
 fn round_trip_bench(root: &Path) -> Result<RoundTrip> {
     let mut cmd = cargo(root);
-    cmd.args(["bench", "--quiet", "-p", "harness-tools", "--bench", "round_trip"]);
+    cmd.args(["bench", "--quiet", "-p", "harness-bus", "--bench", "round_trip"]);
     let output = process::run_captured(&mut cmd, Duration::from_secs(600))?;
     output
         .stdout

@@ -132,7 +132,7 @@ impl Fixture {
     fn create(root: &Path) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("harness-bench-unslop-").tempdir()?;
         fs::create_dir(dir.path().join("home"))?;
-        let lists = root.join("fixtures/unslop/lists.json");
+        let lists = root.join("crates/harness-unslop/assets/lists.json");
         let text = fs::read_to_string(&lists)
             .with_context(|| format!("cannot read {}", lists.display()))?;
         let parsed: serde_json::Value = serde_json::from_str(&text)?;
@@ -337,7 +337,7 @@ What each row measures:
 
 - **Stop hook.**
   The wall time from just before the spawn to just after the wait of
-  `harness-unslop claude-stop --lists fixtures/unslop/lists.json`, with `MOSAIC_UNSLOP_LOG` set.
+  `harness-unslop claude-stop --lists crates/harness-unslop/assets/lists.json`, with `MOSAIC_UNSLOP_LOG` set.
   Its stdin is a file holding a Stop payload as Claude Code 2.1.296 sends it, whose
   `last_assistant_message` is a 32 KiB reply: paragraphs of ordinary technical prose, with four
   tells of the default list spread through it in the flagged case and none in the clean one.

@@ -32,6 +32,14 @@ fn main() -> ExitCode {
     // A panic on a thread other than the main one would otherwise end only that thread (a tool
     // call's, the tool socket's): the hook turns it into a stop, so the main loop kills the
     // turn's group, releases the role, removes the tool socket, and `main` exits 101.
+    // Before stdin is read: a process of the same user (the session) must not be able to read
+    // the capability out of this process's memory (/proc/PID/mem, ptrace).
+    if let Err(error) = harness_runner::harden_process() {
+        eprintln!("harness-runner: cannot make the process non-dumpable: {error}");
+        return ExitCode::from(2);
+    }
+    // The one read of the environment, as bytes: everything after uses this copy.
+    let env = harness_runner::Environment::of_process();
     let hook_stop = stop.clone();
     std::panic::set_hook(Box::new(move |info| {
         PANICKED.store(true, Ordering::SeqCst);
@@ -39,7 +47,7 @@ fn main() -> ExitCode {
         let text = info.to_string().replace('\n', " ");
         eprintln!("harness-runner: panicked: {text} (stopping; exit {PANIC_EXIT})");
     }));
-    if let Some(path) = std::env::var_os(PANIC_FOR_TEST) {
+    if let Some(path) = env.get(PANIC_FOR_TEST).map(std::ffi::OsStr::to_owned) {
         std::thread::spawn(move || {
             while std::fs::symlink_metadata(&path).is_err() {
                 std::thread::sleep(Duration::from_millis(10));
@@ -54,11 +62,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let config = harness_runner::RunnerConfig {
-        run_dir: run_dir.into(),
-        stop,
-        env: harness_runner::environment(),
-    };
+    let config = harness_runner::RunnerConfig { run_dir: run_dir.into(), stop, env };
     let result = harness_runner::run(&config, std::io::BufReader::new(std::io::stdin()));
     if PANICKED.load(Ordering::SeqCst) {
         if let Err(error) = result {

@@ -6,32 +6,8 @@ use serde::Deserialize;
 
 use crate::node_path;
 
-/// The two agent CLIs the gate answers for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Harness {
-    /// Pi 0.85.1: the extension's `tool_call` handler calls the gate.
-    Pi,
-    /// Claude Code 2.1.296: the PreToolUse hook calls the gate.
-    ClaudeCode,
-}
-
-impl Harness {
-    /// The name `policy.json` uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Pi => "pi",
-            Self::ClaudeCode => "claude-code",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "pi" => Some(Self::Pi),
-            "claude-code" => Some(Self::ClaudeCode),
-            _ => None,
-        }
-    }
-}
+/// The two agent CLIs the gate answers for; `policy.json`'s `harness` is its wire name.
+pub use harness_contract::Harness;
 
 /// Why a policy cannot be used. The gate blocks every call when it has no usable policy.
 #[derive(Debug, thiserror::Error)]

@@ -5,10 +5,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use harness_contract::AdapterEnv;
+
 /// The environment variable naming the bundle directory (tools.json is in it).
-pub const BUNDLE_ENV: &str = "MOSAIC_BUNDLE";
+pub const BUNDLE_ENV: &str = AdapterEnv::Bundle.name();
 /// The environment variable naming the tool socket.
-pub const SOCKET_ENV: &str = "MOSAIC_TOOLS_SOCK";
+pub const SOCKET_ENV: &str = AdapterEnv::ToolsSock.name();
 
 /// How long one tool call may wait for the tool socket's reply (the spec's callTool limit).
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);

@@ -19,7 +19,7 @@ use crate::socket_client;
 use crate::transport::LineTransport;
 
 /// The server's name in the MCP handshake; Claude Code shows its tools as `mcp__mosaic__NAME`.
-pub const SERVER_NAME: &str = "mosaic";
+pub const SERVER_NAME: &str = harness_contract::MCP_SERVER;
 
 /// The protocol versions Claude Code 2.1.296 was seen to accept in `initialize` (CLIS.md §1.7).
 const VERSIONS: &[ProtocolVersion] =

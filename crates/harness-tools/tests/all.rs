@@ -1,5 +1,4 @@
-//! harness-tools: the catalogue, the argument checks, the reply cap, the broker client against
-//! the scripted broker, and the tool socket.
+//! harness-tools: the catalogue, the argument checks, the reply cap, and the crate's boundaries.
 
 #![allow(
     clippy::unwrap_used,

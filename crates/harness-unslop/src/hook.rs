@@ -14,6 +14,7 @@ use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use harness_contract::{AdapterEnv, AssetRole, Harness};
 use serde_json::{Value, json};
 
 use crate::checker::{Checker, Finding};
@@ -23,7 +24,7 @@ use crate::log::{Event, Record, ReplyInfo, append, has_broken_lists, read_from};
 use crate::text::{clip_chars, one_line, prefix_utf16};
 
 /// The environment variable naming lists.json, when no `--lists` argument does.
-pub const LISTS_ENV: &str = "MOSAIC_UNSLOP_LISTS";
+pub const LISTS_ENV: &str = AdapterEnv::Asset(AssetRole::UnslopLists).name();
 /// The most a hook reads from stdin, in bytes.
 pub const MAX_PAYLOAD: u64 = 64 << 20;
 /// The first line of every correction notice.
@@ -68,8 +69,8 @@ impl Hook {
 
     fn harness(self) -> &'static str {
         match self {
-            Self::ClaudeStop | Self::ClaudePrompt => "claude-code",
-            Self::PiAgentEnd | Self::PiBeforeStart => "pi",
+            Self::ClaudeStop | Self::ClaudePrompt => Harness::ClaudeCode.name(),
+            Self::PiAgentEnd | Self::PiBeforeStart => Harness::Pi.name(),
         }
     }
 }
@@ -139,6 +140,7 @@ pub fn run_hook(config: &HookConfig, stdin: &mut dyn Read) -> HookOutput {
 type Failure = String;
 
 fn run_logged(config: &HookConfig, log: &Path, stdin: &mut dyn Read) -> Result<String, Failure> {
+    #[cfg(feature = "test-hooks")]
     if std::env::var_os(PANIC_FOR_TEST).is_some() {
         panic!("{PANIC_FOR_TEST} is set");
     }
@@ -179,7 +181,10 @@ fn run_logged(config: &HookConfig, log: &Path, stdin: &mut dyn Read) -> Result<S
     }
 }
 
-/// Set only by this crate's tests, to prove that a panic is logged and the hook still exits 0.
+/// Set only by this workspace's tests, to prove that a panic is logged and the hook still exits
+/// 0. It exists only with the `test-hooks` feature, which only the tests' dev-dependencies enable:
+/// a release build, and so every installed binary, has no such hook.
+#[cfg(feature = "test-hooks")]
 pub const PANIC_FOR_TEST: &str = "HARNESS_UNSLOP_PANIC_FOR_TEST";
 
 fn read_payload(stdin: &mut dyn Read) -> Result<Value, Failure> {

@@ -8,7 +8,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +15,7 @@ use crate::checker::Finding;
 use crate::error::UnslopError;
 
 /// The environment variable naming the log.
-pub const LOG_ENV: &str = "MOSAIC_UNSLOP_LOG";
+pub const LOG_ENV: &str = harness_contract::AdapterEnv::UnslopLog.name();
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +176,59 @@ pub fn read_from(path: &Path, from: u64) -> Result<LogSlice, UnslopError> {
     Ok(slice)
 }
 
+/// The most [`read_slice`] reads in one call.
+pub const MAX_SLICE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads the complete lines of the log at `path` from byte `from` on, as the runner must read a
+/// file the session can replace: never through a symbolic link (a link to `/dev/zero`), never
+/// blocking (a FIFO in the log's place), only a regular file, and at most [`MAX_SLICE_BYTES`]
+/// from `from` (the rest waits for the next call). A missing log reads as empty; anything else
+/// that is not a regular file is an error, which the caller counts as a broken check.
+pub fn read_slice(path: &Path, from: u64) -> Result<LogSlice, UnslopError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let log_error =
+        |source| UnslopError::Log { operation: "read", path: path.to_path_buf(), source };
+    let flags =
+        OFlags::RDONLY.union(OFlags::NOFOLLOW).union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(LogSlice { end: from, ..LogSlice::default() }),
+        Err(error) => return Err(log_error(error.into())),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|error| log_error(error.into()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(log_error(std::io::Error::other("the log is not a regular file")));
+    }
+    let len = u64::try_from(stat.st_size).unwrap_or(0);
+    let mut file = File::from(fd);
+    // A log shorter than the offset was replaced; read nothing rather than re-tell old lines.
+    let from = from.min(len);
+    file.seek(SeekFrom::Start(from)).map_err(log_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SLICE_BYTES).read_to_end(&mut bytes).map_err(log_error)?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+    if complete == 0 && bytes.len() as u64 >= MAX_SLICE_BYTES {
+        return Err(log_error(std::io::Error::other(format!(
+            "a line of the log is over {MAX_SLICE_BYTES} bytes"
+        ))));
+    }
+    Ok(parse_lines(&bytes[..complete], from))
+}
+
+fn parse_lines(bytes: &[u8], from: u64) -> LogSlice {
+    let mut slice = LogSlice { end: from + bytes.len() as u64, ..LogSlice::default() };
+    for line in bytes.split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Record>(line) {
+            Ok(record) => slice.records.push(record),
+            Err(_) => slice.unreadable += 1,
+        }
+    }
+    slice
+}
+
 /// Returns true if and only if the log at `path` already holds a `broken_lists` line. A log that
 /// cannot be read counts as not holding one, so the reason is logged rather than lost.
 pub(crate) fn has_broken_lists(path: &Path) -> bool {
@@ -188,31 +240,13 @@ const BROKEN_NEEDLE: &[u8] = br#""event":"broken_lists""#;
 
 /// Returns the current time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub(crate) fn rfc3339_now() -> String {
-    let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let seconds = since.as_secs();
-    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60,
-        since.subsec_millis()
-    )
+    rfc3339(jiff::Timestamp::now())
 }
 
-/// Returns the proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+/// `at` in UTC with milliseconds, truncated (RFC 3339, as JavaScript's `toISOString` writes it).
+fn rfc3339(at: jiff::Timestamp) -> String {
+    let millis = jiff::Timestamp::from_millisecond(at.as_millisecond()).unwrap_or(at);
+    format!("{millis:.3}")
 }
 
 #[cfg(test)]
@@ -221,8 +255,11 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+        let at = |ms: i64| jiff::Timestamp::from_millisecond(ms).unwrap();
+        assert_eq!(rfc3339(at(0)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(at(1_767_225_600_123)), "2026-01-01T00:00:00.123Z");
+        let late = jiff::Timestamp::new(1_767_225_600, 999_999_999).unwrap();
+        assert_eq!(rfc3339(late), "2026-01-01T00:00:00.999Z");
         assert_eq!(rfc3339_now().len(), "2026-11-30T03:40:00.000Z".len());
     }
 }

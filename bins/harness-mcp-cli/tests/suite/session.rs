@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_testkit::{ScriptedBroker, workspace_root};
-use harness_tools::{
-    Backends, BrokerConfig, Capability, ResolvedInstance, RunningToolSocket, ToolSocket,
-    ToolSocketConfig, UnixBroker, tools_for,
+use harness_bus::{
+    Backends, BrokerConfig, Capability, RunningToolSocket, ToolSocket, ToolSocketConfig, UnixBroker,
 };
+use harness_testkit::{ScriptedBroker, workspace_root};
+use harness_tools::{ResolvedInstance, tools_for};
 
 /// The capability the test's runner holds; it must never reach the model or the MCP server.
 pub(crate) const CAP: &str = "cap-mcp-test-5f1e";

@@ -1,8 +1,12 @@
+mod confine;
+mod confined_clis;
 mod exits;
 mod faults;
 mod fixture;
 mod garbage;
+mod git_safety;
 mod git_tools;
+mod hostile;
 mod load;
 mod real_sessions;
 mod s0_lines;

@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use harness_bus::{Broker, BrokerConfig, BrokerError, Capability, UnixBroker};
 use harness_testkit::{BrokerAnswer, ScriptedBroker};
-use harness_tools::{Broker, BrokerConfig, BrokerError, Capability, UnixBroker, Verb};
+use harness_tools::Verb;
 use serde_json::json;
 
 fn client(broker: &ScriptedBroker, timeout: Duration) -> UnixBroker {

@@ -8,11 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_testkit::{BrokerAnswer, ScriptedBroker};
-use harness_tools::{
-    Backends, Broker, BrokerConfig, Capability, RunningToolSocket, ToolEntry, ToolErrorKind,
-    ToolReply, ToolSocket, ToolSocketConfig, ToolsFile, UnixBroker, Verb, tool,
+use harness_bus::{
+    Backends, Broker, BrokerConfig, Capability, RunningToolSocket, ToolSocket, ToolSocketConfig,
+    UnixBroker,
 };
+use harness_testkit::{BrokerAnswer, ScriptedBroker};
+use harness_tools::{ToolEntry, ToolErrorKind, ToolReply, ToolsFile, Verb, tool};
 use serde_json::{Value, json};
 
 const CAP: &str = "cap-garbage-31c7";
@@ -32,7 +33,7 @@ enum Expect {
 }
 
 #[track_caller]
-fn check(what: &str, got: Result<Value, harness_tools::BrokerError>, expect: &Expect) {
+fn check(what: &str, got: Result<Value, harness_bus::BrokerError>, expect: &Expect) {
     match (got, expect) {
         (Ok(value), Expect::Ok(want)) => assert_eq!(&value, want, "{what}"),
         (Err(error), Expect::Err(code, words)) => {

@@ -21,13 +21,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::args::prepare_args;
+use harness_tools::{
+    MAX_REQUEST_BYTES, Route, ToolDef, ToolErrorKind, ToolReply, ToolRequest, ToolsFile,
+    prepare_args, reply_text, shape_result,
+};
+
 use crate::broker::{Broker, BrokerError, RefusalCode};
 use crate::capability::Capability;
-use crate::catalogue::{Route, ToolDef};
-use crate::reply::reply_text;
-use crate::tools_file::ToolsFile;
-use crate::wire::{MAX_REQUEST_BYTES, ToolErrorKind, ToolReply, ToolRequest};
 
 /// The most connections served at once; one more is told `busy` and closed.
 const MAX_CONNECTIONS: usize = 256;
@@ -441,9 +441,12 @@ fn answer(shared: &Shared, line: &[u8]) -> ToolReply {
         }
     };
     let result = match tool.route {
-        Route::Broker(verb) => {
-            shared.backends.broker.call(&shared.capability, verb, &args).map_err(from_broker)
-        }
+        Route::Broker(verb) => shared
+            .backends
+            .broker
+            .call(&shared.capability, verb, &args)
+            .map_err(from_broker)
+            .and_then(|result| shape_result(verb, result).map_err(BackendError::Failed)),
         Route::Launch => shared.backends.launch.call(&shared.capability, tool, &args),
         Route::Git(_) => shared.backends.git.call(&shared.capability, tool, &args),
     };

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::capability::Capability;
-use crate::catalogue::Verb;
+use harness_tools::Verb;
 
 /// The largest broker reply line read, in bytes.
 const MAX_REPLY_BYTES: u64 = 64 * 1024 * 1024;

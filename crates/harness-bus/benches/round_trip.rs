@@ -13,11 +13,11 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_testkit::{BrokerAnswer, ScriptedBroker};
-use harness_tools::{
-    Backends, Broker, BrokerConfig, Capability, ToolEntry, ToolReply, ToolSocket, ToolSocketConfig,
-    ToolsFile, UnixBroker, Verb, tool,
+use harness_bus::{
+    Backends, Broker, BrokerConfig, Capability, ToolSocket, ToolSocketConfig, UnixBroker,
 };
+use harness_testkit::{BrokerAnswer, ScriptedBroker};
+use harness_tools::{ToolEntry, ToolReply, ToolsFile, Verb, tool};
 use serde_json::json;
 
 const WARMUP: usize = 200;

@@ -8,10 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use harness_bus::{
+    Backends, BrokerConfig, Capability, RunningToolSocket, ToolSocket, ToolSocketConfig, UnixBroker,
+};
 use harness_testkit::{BrokerAnswer, ScriptedBroker};
 use harness_tools::{
-    Backends, BrokerConfig, Capability, MAX_REQUEST_BYTES, REPLY_CAP, RunningToolSocket, ToolEntry,
-    ToolErrorKind, ToolReply, ToolSocket, ToolSocketConfig, ToolsFile, UnixBroker, tool,
+    MAX_REQUEST_BYTES, REPLY_CAP, ToolEntry, ToolErrorKind, ToolReply, ToolsFile, tool,
 };
 use serde_json::{Value, json};
 

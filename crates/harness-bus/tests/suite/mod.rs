@@ -1,0 +1,4 @@
+mod broker;
+mod garbage;
+mod socket;
+mod tidy;
