@@ -1,6 +1,6 @@
 //! Claude Code 2.1.296.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -45,8 +45,52 @@ impl ClaudeCode {
                 "Stop": [{"hooks": [{"type": "command", "command": stop}]}],
                 "UserPromptSubmit": [{"hooks": [{"type": "command", "command": prompt}]}],
             },
-            "permissions": {"allow": [format!("mcp__{MCP_SERVER}")]},
+            "permissions": {"allow": Self::allow(cx), "deny": Self::deny(cx)},
         })
+    }
+
+    /// Exactly the built-ins the role has, and the typed tools: under `--permission-mode
+    /// dontAsk` a tool missing here is denied everywhere, inside the workspace too.
+    fn allow(cx: &ModuleContext<'_>) -> Vec<String> {
+        let mut allow: Vec<String> = cx.builtin.to_vec();
+        allow.push(format!("mcp__{MCP_SERVER}"));
+        allow
+    }
+
+    /// Claude Code's own deny rules for the directories outside the workspace that the bundle
+    /// knows: the bundle itself and each directory of the install layout. Edit and Write check a
+    /// deny rule before they look at the disk, which happens before the PreToolUse hook runs
+    /// (docs/gate.md, Limits), so these keep what those checks tell the model about the bundle
+    /// and the install from reaching it. The gate stays the path check: these are a second layer.
+    fn deny(cx: &ModuleContext<'_>) -> Vec<String> {
+        let layout = cx.layout;
+        let mut dirs: Vec<&Path> = vec![cx.bundle_dir];
+        for file in [
+            &layout.gate,
+            &layout.mcp,
+            &layout.unslop,
+            &layout.pi_extension,
+            &layout.pi_unslop_extension,
+            &layout.unslop_lists,
+        ] {
+            dirs.extend(file.parent());
+        }
+        dirs.push(&layout.adapters);
+        let mut rules = Vec::new();
+        for dir in dirs {
+            // `//` starts an absolute path in a rule. A path with a character the rule syntax
+            // or its gitignore-style matching gives a meaning to gets no rule rather than a
+            // rule that may match something else (docs/bundle.md).
+            let Some(text) = dir.to_str().filter(|text| is_rule_safe(text)) else { continue };
+            let text = text.trim_end_matches('/');
+            for tool in ["Read", "Edit"] {
+                let rule = format!("{tool}(/{text}/**)");
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
+            }
+        }
+        rules
     }
 
     fn mcp(cx: &ModuleContext<'_>) -> serde_json::Value {
@@ -59,12 +103,23 @@ impl ClaudeCode {
     }
 }
 
+/// Returns true if and only if `path` is absolute and made only of characters a permission rule
+/// takes literally.
+fn is_rule_safe(path: &str) -> bool {
+    path.starts_with('/')
+        && path.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'/' | b'.' | b'_' | b'-' | b'+' | b'@' | b'%' | b',' | b'=' | b':')
+        })
+}
+
 /// Serializes `value` with a trailing newline. Claude Code silently ignores an invalid settings
-/// file and then runs no hook at all, so these files are never written by hand.
-fn to_bytes(value: &serde_json::Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+/// file and then runs no hook at all, so these files are never written by hand, and a
+/// serialization error fails the build instead of writing an empty file.
+fn to_bytes(value: &serde_json::Value) -> Result<Vec<u8>, serde_json::Error> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    bytes
+    Ok(bytes)
 }
 
 impl HarnessModule for ClaudeCode {
@@ -74,6 +129,10 @@ impl HarnessModule for ClaudeCode {
 
     fn version(&self) -> &'static str {
         "claude-code 2.1.296"
+    }
+
+    fn cli_version(&self) -> &'static str {
+        "2.1.296 (Claude Code)"
     }
 
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
@@ -97,11 +156,14 @@ impl HarnessModule for ClaudeCode {
         false
     }
 
-    fn files(&self, cx: &ModuleContext<'_>) -> Vec<(&'static str, Vec<u8>)> {
-        vec![
-            ("settings.json", to_bytes(&Self::settings(cx))),
-            ("mcp.json", to_bytes(&Self::mcp(cx))),
-        ]
+    fn files(
+        &self,
+        cx: &ModuleContext<'_>,
+    ) -> Result<Vec<(&'static str, Vec<u8>)>, serde_json::Error> {
+        Ok(vec![
+            ("settings.json", to_bytes(&Self::settings(cx))?),
+            ("mcp.json", to_bytes(&Self::mcp(cx))?),
+        ])
     }
 
     fn relies_on(&self) -> [S0Line; 5] {

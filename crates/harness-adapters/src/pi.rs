@@ -18,6 +18,10 @@ impl HarnessModule for Pi {
         "pi 0.85.1"
     }
 
+    fn cli_version(&self) -> &'static str {
+        "0.85.1"
+    }
+
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
         limits.to_vec()
     }
@@ -35,8 +39,11 @@ impl HarnessModule for Pi {
         true
     }
 
-    fn files(&self, _cx: &ModuleContext<'_>) -> Vec<(&'static str, Vec<u8>)> {
-        Vec::new()
+    fn files(
+        &self,
+        _cx: &ModuleContext<'_>,
+    ) -> Result<Vec<(&'static str, Vec<u8>)>, serde_json::Error> {
+        Ok(Vec::new())
     }
 
     fn relies_on(&self) -> [S0Line; 5] {
