@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use harness_contract::Harness;
 use serde_json::json;
 
 use crate::{
@@ -9,16 +10,10 @@ use crate::{
 };
 
 /// The MCP server name; Claude Code shows its tools as `mcp__mosaic__NAME`.
-pub const MCP_SERVER: &str = "mosaic";
+pub use harness_contract::MCP_SERVER;
 
 /// Claude Code's hook timeout, above the gate's own `timeout -k 2 10`.
 const HOOK_TIMEOUT_SECS: u32 = 20;
-
-/// Claude Code's file tools and the `limits.tools` name (Pi's) each stands for. A role gets the
-/// ones whose counterpart its limits grant, so a read-only role stays read-only; `bash` has no
-/// counterpart because the adapter runs Claude Code with `--restricted`, which removes Bash.
-const BUILTINS: [(&str, &str); 5] =
-    [("Read", "read"), ("Write", "write"), ("Edit", "edit"), ("Grep", "grep"), ("Glob", "find")];
 
 /// The Claude Code module: settings.json with the gate as a wrapped PreToolUse hook and the two
 /// unslop hooks, and mcp.json with the `mosaic` server.
@@ -124,7 +119,7 @@ fn to_bytes(value: &serde_json::Value) -> Result<Vec<u8>, serde_json::Error> {
 
 impl HarnessModule for ClaudeCode {
     fn name(&self) -> &'static str {
-        "claude-code"
+        Harness::ClaudeCode.name()
     }
 
     fn version(&self) -> &'static str {
@@ -136,15 +131,17 @@ impl HarnessModule for ClaudeCode {
     }
 
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
-        BUILTINS
-            .iter()
-            .filter(|(_, limit)| limits.iter().any(|granted| granted == limit))
-            .map(|(tool, _)| (*tool).to_owned())
+        // harness-contract's table, the one the gate checks paths from: Read, Write, Edit, Grep
+        // and Glob for the limits read, write, edit, grep and find; bash grants nothing, since
+        // the adapter runs Claude Code with --restricted, which removes Bash.
+        harness_contract::granted(Harness::ClaudeCode, limits)
+            .into_iter()
+            .map(str::to_owned)
             .collect()
     }
 
     fn typed_tool_name(&self, typed: &str) -> String {
-        format!("mcp__{MCP_SERVER}__{typed}")
+        harness_contract::typed_tool_name(Harness::ClaudeCode, typed)
     }
 
     fn cli_tools(&self, builtin: &[String], _typed: &[String]) -> Vec<String> {

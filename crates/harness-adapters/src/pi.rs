@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use harness_contract::Harness;
+
 use crate::{Asset, HarnessModule, InstallLayout, ModuleContext, S0Line};
 
 /// The Pi module: built-in tools as `limits.tools` names them, typed tools under their own
@@ -11,7 +13,7 @@ pub struct Pi;
 
 impl HarnessModule for Pi {
     fn name(&self) -> &'static str {
-        "pi"
+        Harness::Pi.name()
     }
 
     fn version(&self) -> &'static str {
@@ -23,11 +25,13 @@ impl HarnessModule for Pi {
     }
 
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
-        limits.to_vec()
+        // harness-contract's table, the one the gate checks paths from: a limit that names no Pi
+        // tool grants nothing (the gate would block it).
+        harness_contract::granted(Harness::Pi, limits).into_iter().map(str::to_owned).collect()
     }
 
     fn typed_tool_name(&self, typed: &str) -> String {
-        typed.to_owned()
+        harness_contract::typed_tool_name(Harness::Pi, typed)
     }
 
     fn cli_tools(&self, builtin: &[String], typed: &[String]) -> Vec<String> {
