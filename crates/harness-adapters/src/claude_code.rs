@@ -73,6 +73,11 @@ impl ClaudeCode {
         dirs.push(&layout.adapters);
         let mut rules = Vec::new();
         for dir in dirs {
+            // A rule is for a directory beside the workspace: one that holds the workspace, or
+            // lies inside it, would deny the session its own files.
+            if cx.workspace.starts_with(dir) || dir.starts_with(cx.workspace) {
+                continue;
+            }
             // `//` starts an absolute path in a rule. A path with a character the rule syntax
             // or its gitignore-style matching gives a meaning to gets no rule rather than a
             // rule that may match something else (docs/bundle.md).

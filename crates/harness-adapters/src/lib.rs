@@ -24,6 +24,8 @@ pub use pi::Pi;
 pub struct ModuleContext<'a> {
     /// Where the bundle will be once written (its files point at each other by this path).
     pub bundle_dir: &'a Path,
+    /// The session's workspace, absolute.
+    pub workspace: &'a Path,
     /// Where the binaries and assets are installed.
     pub layout: &'a InstallLayout,
     /// The typed tool names the session gets.

@@ -55,6 +55,7 @@ fn claude_code_settings_wrap_the_gate_and_never_block_on_unslop() {
     let builtin = strings(&["Read", "Write"]);
     let cx = ModuleContext {
         bundle_dir: Path::new("/runs/r1/bundle"),
+        workspace: Path::new("/data/ws"),
         layout: &layout,
         typed: &typed,
         builtin: &builtin,
@@ -90,6 +91,7 @@ fn claude_code_settings_allow_exactly_the_roles_built_ins_and_the_typed_tools() 
     for builtin in [strings(&[]), strings(&["Read"]), strings(&["Read", "Write", "Edit"])] {
         let cx = ModuleContext {
             bundle_dir: Path::new("/runs/r1/bundle"),
+            workspace: Path::new("/data/ws"),
             layout: &layout,
             typed: &typed,
             builtin: &builtin,
@@ -110,6 +112,7 @@ fn claude_code_settings_deny_the_bundle_and_the_install() {
     let layout = InstallLayout::under(Path::new("/opt/harness"));
     let cx = ModuleContext {
         bundle_dir: Path::new("/runs/r1/bundle"),
+        workspace: Path::new("/data/ws"),
         layout: &layout,
         typed: &[],
         builtin: &[],
@@ -141,6 +144,20 @@ fn claude_code_settings_deny_the_bundle_and_the_install() {
     let files = module("claude-code").unwrap().files(&odd).unwrap();
     let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
     assert!(!settings["permissions"]["deny"].to_string().contains("r 1"), "{settings}");
+    // An install directory that holds the workspace, or lies inside it, gets no rule: it would
+    // deny the session its own files (the canary found the first with its install in /tmp).
+    let around = InstallLayout::under(Path::new("/work"));
+    let inside = ModuleContext { workspace: Path::new("/work/bin/ws"), layout: &around, ..cx };
+    let files = module("claude-code").unwrap().files(&inside).unwrap();
+    let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
+    let deny = settings["permissions"]["deny"].to_string();
+    assert!(!deny.contains("//work/bin/"), "{deny}");
+    assert!(deny.contains("//work/share/harness/pi/**"), "{deny}");
+    let within = ModuleContext { workspace: Path::new("/work/share"), layout: &around, ..cx };
+    let files = module("claude-code").unwrap().files(&within).unwrap();
+    let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
+    let deny = settings["permissions"]["deny"].to_string();
+    assert!(!deny.contains("//work/share/"), "{deny}");
 }
 
 /// Issue 13, item 4: a role with no file tool gets `MOSAIC_TOOLS=""`, and the adapter passes

@@ -91,6 +91,7 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     staging.write("tools.json", &json_bytes("tools.json", &tools)?)?;
     let cx = ModuleContext {
         bundle_dir: &request.dir,
+        workspace: &request.session.workspace,
         layout: &request.install,
         typed: &typed_raw,
         builtin: &builtin,
