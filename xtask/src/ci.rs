@@ -3,13 +3,12 @@
 //! It runs the steps below in order and stops at the first failure, naming the step.
 //! Every step is real: none is skipped on a machine that lacks something, because setup installs it.
 
-use std::ffi::OsString;
 use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
+use crate::cargo::Cargo;
 use crate::{process, setup, verify_pi};
 
 /// One step of the test command.
@@ -46,32 +45,17 @@ pub(crate) fn run(root: &Path) -> Result<()> {
 }
 
 fn fmt(root: &Path) -> Result<()> {
-    process::run_visible(cargo(root).args(["fmt", "--all", "--check"]))
+    process::run_visible(&mut Cargo::locate(root)?.command(&["fmt", "--all", "--check"]))
         .context("the code is not formatted; `cargo fmt --all` formats it")
 }
 
 fn clippy(root: &Path) -> Result<()> {
-    process::run_visible(cargo(root).args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))
+    let args = ["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"];
+    process::run_visible(&mut Cargo::locate(root)?.command(&args))
 }
 
 /// Every test; `HARNESS_REQUIRE_CLIS=1` makes a test that cannot find a real CLI fail, not skip.
 fn test(root: &Path) -> Result<()> {
-    process::run_visible(cargo(root).args(["test", "--workspace"]).env("HARNESS_REQUIRE_CLIS", "1"))
-}
-
-/// Returns a command for the cargo that runs xtask, in the workspace root.
-///
-/// Cargo's own environment is kept on purpose: it carries the toolchain choice and proxies.
-fn cargo(root: &Path) -> Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let mut cmd = process::command(cargo);
-    cmd.current_dir(root);
-    cmd
+    let mut cmd = Cargo::locate(root)?.command(&["test", "--workspace"]);
+    process::run_visible(cmd.env("HARNESS_REQUIRE_CLIS", "1"))
 }

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use harness_testkit::{Cli, Endpoint, ScriptedTurn, SessionOptions, SessionScenario, require_cli};
 
-use crate::{process, setup};
+use crate::cargo::Cargo;
+use crate::setup;
 
 const LIMIT: Duration = Duration::from_secs(240);
 const PACKAGES: [&str; 4] =
@@ -37,14 +38,7 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     };
     setup::run(root)?;
     eprintln!("demo: building harness-gate, harness-mcp, harness-unslop and harness-runner ...");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = process::command(cargo);
-    build.current_dir(root).args(["build", "--quiet"]);
-    for package in PACKAGES {
-        build.args(["-p", package]);
-    }
-    process::run_visible(&mut build)?;
-    let bin_dir = root.join("target/debug");
+    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, false)?;
     println!();
     println!("harness demo: one whole session for each real agent CLI, through harness-runner.");
     println!(

@@ -1,6 +1,8 @@
 //! `cargo xtask dist --prefix DIR`: installs the binaries and assets in the layout the bundle
 //! points into (`harness_adapters::InstallLayout::under`).
 //!
+//! The binaries come from the target directory cargo itself uses (`CARGO_TARGET_DIR` honoured),
+//! as the release build just reported them; nothing is copied unless every file is there.
 //! Every file is copied to a temporary name beside its destination and renamed into place, so a
 //! running session never sees half a binary; binaries are 0755, assets 0644.
 
@@ -12,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use harness_adapters::InstallLayout;
 
-use crate::process;
+use crate::cargo::Cargo;
 
 /// The packages whose binaries the layout holds.
 const PACKAGES: [&str; 4] =
@@ -25,14 +27,9 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     };
     let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
     eprintln!("dist: building the release binaries ...");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = process::command(cargo);
-    build.current_dir(root).args(["build", "--release"]);
-    for package in PACKAGES {
-        build.args(["-p", package]);
-    }
-    process::run_visible(&mut build)?;
-    let from = InstallLayout::from_checkout(root, &root.join("target/release"));
+    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, true)?;
+    eprintln!("dist: installing from {}", bin_dir.display());
+    let from = InstallLayout::from_checkout(root, &bin_dir);
     let to = InstallLayout::under(&prefix);
     let installed = install(&from, &to)?;
     eprintln!("dist: installed {installed} files under {}", prefix.display());
@@ -54,6 +51,14 @@ pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize>
     }
     for script in ["pi.sh", "claude-code.sh"] {
         pairs.push((from.adapters.join(script), to.adapters.join(script), 0o644));
+    }
+    let missing: Vec<String> = pairs
+        .iter()
+        .filter(|(source, _, _)| !source.is_file())
+        .map(|(source, _, _)| source.display().to_string())
+        .collect();
+    if !missing.is_empty() {
+        bail!("nothing installed: these files are missing:\n  {}", missing.join("\n  "));
     }
     for (source, target, mode) in &pairs {
         copy_into_place(source, target, *mode)?;
@@ -133,11 +138,23 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_source_names_itself() {
+    fn missing_binaries_are_all_named_and_nothing_is_installed() {
         let dir = tempfile::tempdir().unwrap();
         let from = InstallLayout::under(&dir.path().join("from"));
         let to = InstallLayout::under(&dir.path().join("to"));
+        // Every asset is there, and the mcp server, but not the gate nor `harness`.
+        for path in [&from.mcp, &from.unslop, &from.pi_extension, &from.pi_unslop_extension]
+            .into_iter()
+            .chain([&from.unslop_lists, &from.adapters.join("pi.sh")])
+            .chain([&from.adapters.join("claude-code.sh")])
+        {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "file").unwrap();
+        }
         let error = install(&from, &to).unwrap_err().to_string();
-        assert!(error.contains("harness-gate"), "{error}");
+        let named = |end: &str| error.lines().any(|line| line.trim().ends_with(end));
+        assert!(named("bin/harness-gate") && named("bin/harness"), "{error}");
+        assert!(!error.contains("harness-mcp"), "{error}");
+        assert!(!dir.path().join("to").exists(), "a partial install was made");
     }
 }

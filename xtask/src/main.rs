@@ -6,11 +6,7 @@
 //! for what `apt-get` installs when `rg`, `fd` or `npm` are missing.
 
 mod bench;
-mod bench_bundle;
-mod bench_load;
-mod bench_runner;
-mod bench_tools;
-mod bench_unslop;
+mod cargo;
 mod ci;
 mod demo;
 mod dist;
@@ -28,20 +24,24 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
-          plus rg and fd when missing; link them into .tools/bin/ and check their versions
-  bench   the gate's cost per call against a bare process, its peak RSS and decide() alone;
-          writes docs/performance.md (`--runs N`, default 500)
-  demo    the main job: one whole session for each of the real Pi and Claude Code through
-          harness-runner, against the scripted broker and model (`--endpoint URL --model M`
-          with ANTHROPIC_API_KEY: a real Anthropic-compatible model instead)
-  dist    --prefix DIR: install the release binaries and assets in the layout bundles point into
-  ci      the test command: setup, cargo fmt --check, clippy -D warnings, cargo test
-          with HARNESS_REQUIRE_CLIS=1; stops at the first failure
-  fuzz    random trees and calls for both harnesses against the kernel's resolution; fails on
-          any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
+  setup      install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
+             plus rg and fd when missing; link them into .tools/bin/ and check their versions
+  ci         the test command: setup, cargo fmt --check, clippy -D warnings, verify-pi, then
+             cargo test with HARNESS_REQUIRE_CLIS=1; stops at the first failure
+  bench      run every crate's bench target (the gate's hook and decide(), the bundle, the runner,
+             the unslop hook, harness-mcp and the tool socket, the load), print the summary table
+             of medians, floors, ratios, targets and verdicts, and write docs/performance.md
+             (`--runs N` timed runs per process, default 500; `--only SECTION`)
+  demo       one whole session for each of the real Pi and Claude Code through harness-runner,
+             against the scripted broker and model (`--endpoint URL --model M` with
+             ANTHROPIC_API_KEY: a real Anthropic-compatible model instead)
+  dist       --prefix DIR: build the release binaries and install them and the assets in the
+             layout bundles point into
+  fuzz       random trees and calls for both harnesses against the kernel's resolution; fails on
+             any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
   verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
-          file hashes, Pi's own functions on a generated corpus, and NFD for every scalar";
+             file hashes, Pi's own functions on a generated corpus, and NFD for every scalar
+  help       this text";
 
 fn main() -> ExitCode {
     match run() {
@@ -97,4 +97,31 @@ fn check_root(root: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::USAGE;
+
+    /// The usage text names every subcommand the dispatcher in `run` accepts, each at the start
+    /// of a line of its command list.
+    #[test]
+    fn usage_names_every_subcommand() {
+        let source = include_str!("main.rs");
+        let dispatcher =
+            &source[source.find("fn run()").unwrap()..source.find("fn workspace_root").unwrap()];
+        let mut names: Vec<&str> = Vec::new();
+        for arm in dispatcher.lines().map(str::trim).filter(|line| line.starts_with('[')) {
+            for name in arm.split('"').skip(1).step_by(2) {
+                names.push(name);
+            }
+        }
+        assert!(names.contains(&"bench") && names.contains(&"dist"), "{names:?}");
+        for name in names.iter().filter(|name| !name.starts_with('-')) {
+            assert!(
+                USAGE.lines().any(|line| line.trim_start().split(' ').next() == Some(name)),
+                "the usage text does not describe `{name}`"
+            );
+        }
+    }
 }

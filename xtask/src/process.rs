@@ -5,9 +5,8 @@
 //! for, so a grandchild that keeps them open cannot hang xtask.
 
 use std::ffi::OsStr;
-use std::fmt::Write as _;
 use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -27,35 +26,44 @@ pub(crate) fn command(program: impl AsRef<OsStr>) -> Command {
 
 /// Returns the command line of `cmd` as a shell would read it, plus its directory if it has one.
 pub(crate) fn display(cmd: &Command) -> String {
-    let mut out = shell_word(cmd.get_program());
+    let word = |word: &OsStr| {
+        let word = word.to_string_lossy();
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c);
+        if !word.is_empty() && word.chars().all(plain) {
+            word.into_owned()
+        } else {
+            format!("'{}'", word.replace('\'', r"'\''"))
+        }
+    };
+    let mut out = word(cmd.get_program());
     for arg in cmd.get_args() {
         out.push(' ');
-        out.push_str(&shell_word(arg));
+        out.push_str(&word(arg));
     }
     if let Some(dir) = cmd.get_current_dir() {
-        let _ = write!(out, " (in {})", dir.display());
+        out.push_str(&format!(" (in {})", dir.display()));
     }
     out
-}
-
-fn shell_word(word: &OsStr) -> String {
-    let word = word.to_string_lossy();
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.into_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 /// Runs `cmd` with its stdout and stderr going to ours; fails naming it unless it exits 0.
 pub(crate) fn run_visible(cmd: &mut Command) -> Result<()> {
     let status = cmd.status().with_context(|| format!("cannot start `{}`", display(cmd)))?;
-    if status.success() {
-        Ok(())
-    } else {
-        bail!("`{}` failed with {status}; its output is above", display(cmd))
+    if !status.success() {
+        bail!("`{}` failed with {status}; its output is above", display(cmd));
     }
+    Ok(())
+}
+
+/// Runs `cmd` with stderr going to ours (progress stays visible) and returns its stdout; fails
+/// naming it unless it exits 0.
+pub(crate) fn stdout_of(cmd: &mut Command) -> Result<String> {
+    let out = cmd.stderr(Stdio::inherit()).output();
+    let out = out.with_context(|| format!("cannot start `{}`", display(cmd)))?;
+    if !out.status.success() {
+        bail!("`{}` failed with {}; its stderr is above", display(cmd), out.status);
+    }
+    String::from_utf8(out.stdout).with_context(|| format!("`{}` printed non-UTF-8", display(cmd)))
 }
 
 /// What a successful captured command printed.
@@ -68,35 +76,17 @@ pub(crate) struct Captured {
 impl Captured {
     /// Returns the first non-blank line of stdout, or of stderr when stdout has none.
     pub(crate) fn first_line(&self) -> &str {
-        first_line(&self.stdout).or_else(|| first_line(&self.stderr)).unwrap_or("")
+        fn first(text: &str) -> Option<&str> {
+            text.lines().map(str::trim).find(|line| !line.is_empty())
+        }
+        first(&self.stdout).or_else(|| first(&self.stderr)).unwrap_or("")
     }
-}
-
-fn first_line(text: &str) -> Option<&str> {
-    text.lines().map(str::trim).find(|line| !line.is_empty())
 }
 
 /// Runs `cmd` with stdout and stderr captured and kills it after `timeout`.
 ///
 /// Fails naming the command, its exit status and the tail of its stderr unless it exits 0.
 pub(crate) fn run_captured(cmd: &mut Command, timeout: Duration) -> Result<Captured> {
-    let (status, captured) = run_captured_any_status(cmd, timeout)?;
-    if !status.success() {
-        bail!(
-            "`{}` failed with {status}{}",
-            display(cmd),
-            tail(&captured.stderr, &captured.stdout)
-        );
-    }
-    Ok(captured)
-}
-
-/// Runs `cmd` like [`run_captured`] but returns its exit status whatever it is, for a caller that
-/// expects a failure (a gate that must block); fails only when it cannot start or times out.
-pub(crate) fn run_captured_any_status(
-    cmd: &mut Command,
-    timeout: Duration,
-) -> Result<(ExitStatus, Captured)> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().with_context(|| format!("cannot start `{}`", display(cmd)))?;
     let stdout = drain(child.stdout.take());
@@ -128,23 +118,10 @@ pub(crate) fn run_captured_any_status(
     let grace = Duration::from_secs(5);
     let stdout = stdout.recv_timeout(grace).unwrap_or_default();
     let stderr = stderr.recv_timeout(grace).unwrap_or_default();
-    Ok((status, Captured { stdout, stderr }))
-}
-
-/// Starts `cmd` for a caller that acts on the child while it runs (the benchmark traces it) and
-/// then waits for it.
-pub(crate) fn spawn(cmd: &mut Command) -> Result<Child> {
-    cmd.spawn().with_context(|| format!("cannot start `{}`", display(cmd)))
-}
-
-/// Runs `cmd`, whose stdin, stdout and stderr the caller has set, to its end, and returns its exit
-/// status and the time from just before the spawn to just after the wait.
-///
-/// It has no deadline: a benchmark polling for one would measure its own polling.
-pub(crate) fn run_timed(cmd: &mut Command) -> Result<(ExitStatus, Duration)> {
-    let started = Instant::now();
-    let status = cmd.status().with_context(|| format!("cannot run `{}`", display(cmd)))?;
-    Ok((status, started.elapsed()))
+    if !status.success() {
+        bail!("`{}` failed with {status}{}", display(cmd), tail(&stderr, &stdout));
+    }
+    Ok(Captured { stdout, stderr })
 }
 
 /// Reads a pipe to its end on a thread of its own, so that neither pipe can fill up and block.
@@ -170,10 +147,5 @@ fn tail(stderr: &str, stdout: &str) -> String {
     }
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let start = lines.len().saturating_sub(TAIL_LINES);
-    let mut out = format!("; last lines of its {name}:");
-    for line in &lines[start..] {
-        out.push_str("\n    ");
-        out.push_str(line);
-    }
-    out
+    format!("; last lines of its {name}:\n    {}", lines[start..].join("\n    "))
 }
