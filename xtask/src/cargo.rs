@@ -4,14 +4,13 @@
 //! The target directory is whatever cargo itself uses (`cargo metadata`), so `CARGO_TARGET_DIR`,
 //! relative or absolute, and `build.target-dir` are honoured alike; every cargo that xtask starts
 //! gets it back as an absolute `CARGO_TARGET_DIR`, so that a relative value cannot be read against
-//! another directory. A build returns the paths cargo reports for the executables it made, and
-//! fails naming each package that made none.
+//! another directory. A build returns the directory of its profile in that target directory.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use serde_json::Value;
 
 use crate::process;
@@ -44,67 +43,27 @@ impl Cargo {
     }
 
     /// Builds the binaries of `packages` (`cargo build --release` with `release`, else the dev
-    /// profile) and returns the directory holding them, failing unless each package made one.
+    /// profile) and returns the directory that holds them, in the target directory.
     pub(crate) fn build_binaries(&self, packages: &[&str], release: bool) -> Result<PathBuf> {
-        let mut cmd = self.command(&["build", "--message-format=json-render-diagnostics"]);
+        let mut cmd = self.command(&["build", "--bins"]);
         if release {
             cmd.arg("--release");
         }
         for package in packages {
-            cmd.args(["-p", package, "--bins"]);
+            cmd.args(["-p", package]);
         }
-        let out = process::stdout_of(&mut cmd)?;
-        let executables = executables(&out);
-        let missing: Vec<&str> = packages
-            .iter()
-            .copied()
-            .filter(|package| !executables.iter().any(|(of, path)| of == package && path.is_file()))
-            .collect();
-        if !missing.is_empty() {
-            bail!(
-                "`{}` made no binary for {} under {}",
-                process::display(&cmd),
-                missing.join(", "),
-                self.target.display()
-            );
-        }
-        let dir = executables.first().and_then(|(_, path)| path.parent());
-        Ok(dir.context("the build made no binary at all")?.to_owned())
+        process::run_visible(&mut cmd)?;
+        Ok(self.target.join(if release { "release" } else { "debug" }))
     }
 }
 
 /// Runs `cargo metadata` and returns its `target_directory`.
 fn target_directory(metadata: &mut Command) -> Result<PathBuf> {
-    let out = process::stdout_of(metadata.stderr(Stdio::inherit()))?;
+    let out = process::stdout_of(metadata)?;
     let parsed: Value = serde_json::from_str(&out).context("cargo metadata printed no JSON")?;
     let dir =
         parsed["target_directory"].as_str().context("cargo metadata has no target_directory")?;
     Ok(PathBuf::from(dir))
-}
-
-/// Returns (package name, path) of every executable in cargo's JSON messages.
-fn executables(messages: &str) -> Vec<(String, PathBuf)> {
-    messages
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["reason"] == "compiler-artifact")
-        .filter_map(|message| {
-            let path = message["executable"].as_str()?;
-            Some((package_name(message["package_id"].as_str()?)?.to_owned(), PathBuf::from(path)))
-        })
-        .collect()
-}
-
-/// Returns the package name of a cargo package id: `path+file:///…/DIR#VERSION` (the directory
-/// is the name), `path+file:///…/DIR#NAME@VERSION`, or the older `NAME VERSION (…)`.
-fn package_name(id: &str) -> Option<&str> {
-    match id.split_once('#') {
-        Some((url, fragment)) => match fragment.split_once('@') {
-            Some((name, _)) => Some(name),
-            None => url.rsplit('/').next(),
-        },
-        None => id.split(' ').next(),
-    }
 }
 
 #[cfg(test)]
@@ -119,21 +78,6 @@ mod tests {
         metadata.current_dir(root).args(["metadata", "--format-version", "1", "--no-deps"]);
         metadata.env("CARGO_TARGET_DIR", dir.path());
         assert_eq!(target_directory(&mut metadata).unwrap(), dir.path());
-    }
-
-    #[test]
-    fn executables_are_read_from_cargo_messages() {
-        let messages = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/bins/harness-gate-cli#0.1.0","executable":"/t/release/harness-gate"}
-{"reason":"compiler-artifact","package_id":"path+file:///w/crates/harness-gate#harness-gate@0.1.0","executable":null}
-{"reason":"compiler-artifact","package_id":"path+file:///w/bins/cli#harness-cli@0.1.0","executable":"/t/release/harness"}
-{"reason":"build-finished","success":true}"#;
-        assert_eq!(
-            executables(messages),
-            [
-                ("harness-gate-cli".to_owned(), PathBuf::from("/t/release/harness-gate")),
-                ("harness-cli".to_owned(), PathBuf::from("/t/release/harness")),
-            ]
-        );
     }
 
     /// Every other file of xtask reaches cargo and the target directory through this module.

@@ -39,24 +39,18 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     setup::run(root)?;
     eprintln!("demo: building harness-gate, harness-mcp, harness-unslop and harness-runner ...");
     let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, false)?;
-    println!();
-    println!("harness demo: one whole session for each real agent CLI, through harness-runner.");
     println!(
-        "The host's broker and the model are scripted, on this machine only: no API key, no network."
+        "\nharness demo: one whole session for each real agent CLI, through harness-runner.\n\
+         The host's broker and the model are scripted, on this machine only: no API key, no network.\n\
+         Each session gets five messages: a typed tool call, a read outside the workspace, a reply\n\
+         full of slop, a thank-you, and a turn whose model call fails."
     );
-    println!(
-        "Each session gets five messages: a typed tool call, a read outside the workspace, a reply"
-    );
-    println!("full of slop, a thank-you, and a turn whose model call fails.");
     let mut kept = Vec::new();
     for cli in [Cli::Pi, Cli::Claude] {
         kept.push(session(cli, &bin_dir, endpoint.clone())?);
     }
-    println!();
-    println!("The run directories are kept; look into them:");
-    for dir in kept {
-        println!("  {}", dir.display());
-    }
+    println!("\nThe run directories are kept; look into them:");
+    kept.iter().for_each(|dir| println!("  {}", dir.display()));
     Ok(())
 }
 
@@ -75,16 +69,22 @@ fn session(cli: Cli, bin_dir: &Path, endpoint: Option<Endpoint>) -> Result<std::
             "Claude Code 2.1.296 (the gate as its PreToolUse hook, typed tools over MCP)"
         }
     };
-    println!();
-    println!("══ {title} ══");
-    println!("run directory  {}", scenario.run_dir().display());
-    println!("workspace      {}", scenario.workspace().display());
-    println!("secret beside  {}", scenario.secret().display());
+    println!(
+        "\n══ {title} ══\nrun directory  {}\nworkspace      {}\nsecret beside  {}",
+        scenario.run_dir().display(),
+        scenario.workspace().display(),
+        scenario.secret().display()
+    );
     let mut child = scenario.spawn_runner(&bin_dir.join("harness-runner"))?;
-    wait(&mut child, || scenario.broker().calls_of("message.send").len() >= turns.len())?;
+    wait(&mut child, LIMIT, "the session did not finish", |child| match child.try_wait()? {
+        Some(status) => bail!("the runner ended early ({status})"),
+        None => Ok(scenario.broker().calls_of("message.send").len() >= turns.len()),
+    })?;
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?).context("no pid")?;
     rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
-    let output = finish(child)?;
+    let stopped = |child: &mut Child| Ok(child.try_wait()?.is_some());
+    wait(&mut child, Duration::from_secs(20), "the runner did not stop on SIGTERM", stopped)?;
+    let output = child.wait_with_output()?;
     print_transcript(&scenario, &turns, scripted);
     let released = scenario.broker().calls_of("role.release").len();
     println!(
@@ -97,31 +97,22 @@ fn session(cli: Cli, bin_dir: &Path, endpoint: Option<Endpoint>) -> Result<std::
     Ok(scenario.keep())
 }
 
-fn wait(child: &mut Child, mut done: impl FnMut() -> bool) -> Result<()> {
+/// Polls `done` until it holds, killing the runner if it does not within `limit`.
+fn wait(
+    child: &mut Child,
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut(&mut Child) -> Result<bool>,
+) -> Result<()> {
     let start = Instant::now();
-    while !done() {
-        if let Some(status) = child.try_wait()? {
-            bail!("the runner ended early ({status})");
-        }
-        if start.elapsed() > LIMIT {
+    while !done(child)? {
+        if start.elapsed() > limit {
             let _ = child.kill();
-            bail!("the session did not finish in {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
-}
-
-fn finish(mut child: Child) -> Result<std::process::Output> {
-    let start = Instant::now();
-    while child.try_wait()?.is_none() {
-        if start.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            bail!("the runner did not stop within 20 s of SIGTERM");
+            bail!("{what} within {limit:?}; it was killed");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(child.wait_with_output()?)
+    Ok(())
 }
 
 /// Shortens `text` to one line of at most `max` characters.

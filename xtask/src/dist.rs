@@ -2,19 +2,20 @@
 //! points into (`harness_adapters::InstallLayout::under`).
 //!
 //! The binaries come from the target directory cargo itself uses (`CARGO_TARGET_DIR` honoured),
-//! as the release build just reported them; nothing is copied unless every file is there.
+//! where the release build just put them; nothing is copied unless every file is there, and a
+//! missing one is named.
 //! Every file is copied to a temporary name beside its destination and renamed into place, so a
 //! running session never sees half a binary; binaries are 0755, assets 0644.
 
-use std::fs::{DirBuilder, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use harness_adapters::InstallLayout;
 
 use crate::cargo::Cargo;
+use crate::setup;
 
 /// The packages whose binaries the layout holds.
 const PACKAGES: [&str; 4] =
@@ -75,24 +76,7 @@ fn copy_into_place(source: &Path, target: &Path, mode: u32) -> Result<()> {
         .mode(0o755)
         .create(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    let temp = parent.join(format!(
-        ".{}.dist-{}",
-        target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&temp);
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&temp)
-        .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()));
-    if let Err(error) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(error).with_context(|| format!("cannot write {}", temp.display()));
-    }
-    std::fs::rename(&temp, target)
-        .with_context(|| format!("cannot rename {} to {}", temp.display(), target.display()))
+    setup::write_file(target, &bytes, mode)
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //! Every runner gets a run directory of its own with a Pi bundle of the assistant fixture built by
 //! harness-bundle against the checkout's install layout (no turn runs, so no CLI is needed), its
 //! own capability, and the one scripted broker all of them share. A failed call, a lost call, a
-//! runner that does not exit 0 or anything left behind fails the bench. Prints a Markdown table
-//! and one `bench-result` line for `cargo xtask bench`.
+//! runner that does not exit 0 or anything left behind fails the bench. Prints a Markdown report
+//! and a `bench-row` line per target for `cargo xtask bench`. Targets: a burst of 64 concurrent
+//! calls no slower than the same 64 in a row, at most 512 KiB of growth over the sequential calls,
+//! all 50 runners clean.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 #![expect(clippy::disallowed_methods, reason = "the benchmark spawns the runners it measures")]
@@ -20,7 +22,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use harness_adapters::{InstallLayout, module};
-use harness_benchkit::{Memory, binary_beside, median, result_line};
+use harness_benchkit::{Memory, Row, Unit, binary_beside, median};
 use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
 use harness_testkit::{BrokerAnswer, ScriptedBroker};
 use harness_tools::ResolvedInstance;
@@ -41,6 +43,8 @@ const BURSTS: usize = 20;
 const SEQUENTIAL: usize = 10_000;
 const WARMUP: usize = 200;
 const RUNNERS: usize = 50;
+const TARGET_BURST_RATIO: f64 = 1.0;
+const TARGET_GROWTH_KIB: u64 = 512;
 
 fn main() -> Result<()> {
     let runner = env!("CARGO_BIN_EXE_harness-runner");
@@ -157,19 +161,19 @@ fn main() -> Result<()> {
          and exits 0; afterwards no process names a run directory, no `tools.sock` or private \
          bind directory is left, and every `tmp/` is empty."
     );
-    println!(
-        "{}",
-        result_line(&[
-            ("burst_ms", burst_ms),
-            ("row_ms", row_ms),
-            ("sequential_us", sequential_us),
-            ("rss_before_kib", before as f64),
-            ("growth_kib", growth as f64),
-            ("all_polling_ms", all_polling_ms),
-            ("total_rss_mib", total_rss_mib),
-            ("leftovers", leftovers.len() as f64),
-        ])
-    );
+    let burst_row = ("load", "64 concurrent tool calls through one runner");
+    let floor = ("the same 64 in a row", row_ms);
+    println!("{}", Row::ratio(burst_row, Unit::Ms, burst_ms, floor, TARGET_BURST_RATIO));
+    let sequential_row = ("load", "10000 sequential tool calls");
+    let median = format!("{sequential_us:.1} µs each");
+    let outcome = format!("VmRSS {before} KiB, then +{growth} KiB");
+    let target = format!("≤ +{TARGET_GROWTH_KIB} KiB");
+    let met = growth <= TARGET_GROWTH_KIB;
+    println!("{}", Row::check(sequential_row, median, outcome, &target, met));
+    let runners_row = ("load", "50 runners live at once");
+    let median = format!("{all_polling_ms:.0} ms until all poll");
+    let outcome = format!("{total_rss_mib:.1} MiB together, {} left behind", leftovers.len());
+    println!("{}", Row::check(runners_row, median, outcome, "all clean", leftovers.is_empty()));
     Ok(())
 }
 

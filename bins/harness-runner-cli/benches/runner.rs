@@ -4,8 +4,9 @@
 //! which no process, socket or file of theirs may be left.
 //!
 //! The run directory is harness-testkit's `SessionScenario` (a Pi bundle of the pm fixture)
-//! against the scripted broker; no turn runs. Prints a Markdown table and one `bench-result` line
-//! for `cargo xtask bench`.
+//! against the scripted broker; no turn runs. Prints a Markdown report and a `bench-row` line per
+//! target for `cargo xtask bench`. Targets: idle RSS at most 4 MiB, a tool call adding at most
+//! 200 µs, nothing left behind.
 
 #![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 
@@ -16,7 +17,7 @@ use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use harness_benchkit::{Memory, binary_beside, median, result_line};
+use harness_benchkit::{Memory, Row, Unit, binary_beside, median};
 use harness_bus::{Broker, BrokerConfig, Capability, UnixBroker};
 use harness_testkit::{BrokerAnswer, Cli, SESSION_CAP, SessionScenario, require_cli};
 use harness_tools::Verb;
@@ -27,6 +28,8 @@ type Result<T> = std::result::Result<T, Box<dyn Error>>;
 const CALLS: usize = 500;
 const WARMUP: usize = 20;
 const CYCLES: usize = 100;
+const TARGET_RSS_KIB: f64 = 4.0 * 1024.0;
+const TARGET_ADDED_US: f64 = 200.0;
 /// What may be in the run directory after the runners stopped.
 const KEPT: [&str; 6] = ["run.json", "bundle", "session", "turns", "tmp", "runner.lock"];
 
@@ -120,16 +123,15 @@ fn main() -> Result<()> {
          extension make them.",
         KEPT.map(|name| format!("`{name}`")).join(", ")
     );
-    println!(
-        "{}",
-        result_line(&[
-            ("idle_rss_kib", idle.rss as f64),
-            ("through_us", through),
-            ("direct_us", direct),
-            ("cycle_ms", cycle_ms),
-            ("leftovers", leftovers.len() as f64),
-        ])
-    );
+    let idle_row = ("runner", "idle RSS");
+    println!("{}", Row::at_most(idle_row, Unit::Kib, idle.rss as f64, None, TARGET_RSS_KIB));
+    let call_row = ("runner", "a typed tool call through tools.sock");
+    let floor = ("the broker straight", direct);
+    println!("{}", Row::added(call_row, Unit::Us, through, floor, TARGET_ADDED_US));
+    let (cycles_row, left) = (("runner", "100 runners started and stopped"), leftovers.len());
+    let median = format!("{cycle_ms:.1} ms each");
+    let outcome = format!("{left} left behind");
+    println!("{}", Row::check(cycles_row, median, outcome, "nothing left behind", left == 0));
     Ok(())
 }
 

@@ -1,6 +1,5 @@
-//! Timing whole processes, finding the binaries a bench measures, and the result line.
+//! Timing whole processes and finding the binaries a bench measures.
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -72,23 +71,9 @@ pub fn binary_beside(exe: &str, name: &str) -> Result<PathBuf, BenchError> {
     }
 }
 
-/// Returns the line `cargo xtask bench` reads: `bench-result KEY=VALUE ...`.
-pub fn result_line(figures: &[(&str, f64)]) -> String {
-    let mut line = String::from("bench-result");
-    for (key, value) in figures {
-        let _ = write!(line, " {key}={value:.3}");
-    }
-    line
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_result_line_is_key_value_pairs() {
-        assert_eq!(result_line(&[("a_ms", 1.0), ("b", 0.25)]), "bench-result a_ms=1.000 b=0.250");
-    }
 
     #[test]
     #[expect(clippy::disallowed_methods, reason = "the test spawns the process it times")]

@@ -3,8 +3,8 @@
 //! made straight to the broker with the broker client (the floor); then 64 clients at once.
 //!
 //! The floor is interleaved call by call, which a statistics harness such as criterion does not do,
-//! so this bench times by hand. Prints a Markdown table and one `bench-result` line for
-//! `cargo xtask bench`.
+//! so this bench times by hand. Prints a Markdown report and a `bench-row` line per target for
+//! `cargo xtask bench`. Targets: a round trip of at most 200 µs, no error among 64 clients.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "a benchmark fails loudly")]
 #![allow(clippy::print_stdout, reason = "the result line is the benchmark's output")]
@@ -14,6 +14,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use harness_benchkit::{Row, Unit};
 use harness_bus::{
     Backends, Broker, BrokerConfig, Capability, ToolSocket, ToolSocketConfig, UnixBroker,
 };
@@ -125,9 +126,16 @@ fn main() {
          scripted broker (a thread per connection), and the reply (20 tasks) comes back. The \
          difference from the floor is what the tool socket adds."
     );
+    let floor = Some(("the broker straight", direct_median));
     println!(
-        "bench-result round_trip_us={median:.1} p90_us={p90:.1} direct_us={direct_median:.1} \
-         direct_p90_us={direct_p90:.1} calls={calls} errors={errors} wall_ms={wall_ms:.1}"
+        "{}",
+        Row::at_most(("tools", "tool-socket round trip"), Unit::Us, median, floor, 200.0)
+    );
+    let clients = ("tools", "64 concurrent clients × 50 calls");
+    let outcome = format!("{errors} errors");
+    println!(
+        "{}",
+        Row::check(clients, format!("{wall_ms:.1} ms"), outcome, "no error", errors == 0)
     );
     drop(socket);
 }
