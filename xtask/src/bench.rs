@@ -46,8 +46,9 @@ const BENCHES: [(&str, &str, &str); 8] = [
     ("load", "harness-runner-cli", "load"),
 ];
 
-/// The packages whose binaries the runner's benches find beside harness-runner.
-const SIBLINGS: [&str; 3] = ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli"];
+/// The binaries' packages, built first: the runner's benches find the others beside harness-runner.
+const BINARIES: [&str; 4] =
+    ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli", "harness-runner-cli"];
 
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
@@ -70,12 +71,10 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     let benches = BENCHES.iter().filter(|(section, ..)| only.is_none_or(|only| only == *section));
 
     let cargo = Cargo::locate(root)?;
-    eprintln!("bench: building the bench targets and the release binaries they measure ...");
-    let mut build = cargo.command(&["bench", "--no-run"]);
-    for package in benches.clone().map(|(_, package, _)| *package).chain(SIBLINGS) {
-        build.args(["-p", package]);
-    }
-    process::run_visible(&mut build)?;
+    eprintln!(
+        "bench: building the release binaries; each bench target builds what it measures ..."
+    );
+    cargo.build_binaries(&BINARIES, true)?;
 
     let criterion = tempfile::Builder::new().prefix("harness-criterion-").tempdir()?;
     let (mut rows, mut sections) = (Vec::new(), Vec::new());

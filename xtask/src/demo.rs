@@ -151,25 +151,16 @@ fn print_transcript(scenario: &SessionScenario, turns: &[ScriptedTurn], scripted
         })
         .collect();
     for (index, turn) in turns.iter().enumerate() {
-        println!();
-        println!("[{}] acme-cos → the session: {}", turn.id, turn.text);
-        if !scripted {
-            // A real model chooses its own tool calls; the broker's log shows the typed ones.
-            let runner_verbs =
-                ["role.claim", "role.release", "message.read", "message.send", "state"];
-            if index == 0 {
-                for call in scenario
-                    .broker()
-                    .calls()
-                    .iter()
-                    .filter(|c| !runner_verbs.contains(&c.verb.as_str()))
-                {
-                    println!(
-                        "     broker     {} {} (a typed tool call of the session)",
-                        call.verb, call.args
-                    );
-                }
-            }
+        println!("\n[{}] acme-cos → the session: {}", turn.id, turn.text);
+        // A real model chooses its own tool calls; the broker's log shows the typed ones.
+        let runner_verbs = ["role.claim", "role.release", "message.read", "message.send", "state"];
+        let broker_calls = scenario.broker().calls();
+        let typed = broker_calls.iter().filter(|c| !runner_verbs.contains(&c.verb.as_str()));
+        for call in typed.filter(|_| !scripted && index == 0) {
+            println!(
+                "     broker     {} {} (a typed tool call of the session)",
+                call.verb, call.args
+            );
         }
         for (id, tool, input) in turn.tool_calls.iter().filter(|_| scripted) {
             println!("     tool call  {tool} {input}");
@@ -220,9 +211,8 @@ fn print_transcript(scenario: &SessionScenario, turns: &[ScriptedTurn], scripted
     }
     let log = std::fs::read_to_string(scenario.run_dir().join("unslop.jsonl")).unwrap_or_default();
     let count = |event: &str| log.matches(&format!("\"event\":\"{event}\"")).count();
-    println!();
     println!(
-        "unslop log     {} checked, {} flagged, {} notice injected (run/unslop.jsonl)",
+        "\nunslop log     {} checked, {} flagged, {} notice injected (run/unslop.jsonl)",
         count("checked"),
         count("flagged"),
         count("notice_injected")

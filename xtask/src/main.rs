@@ -2,8 +2,9 @@
 //!
 //! Each subcommand lives in its own module and exposes one `run` function; this file only parses the
 //! command line, finds the workspace root and maps an error to an exit code.
-//! xtask does not build the harness itself (cargo does) and never writes outside the workspace, except
-//! for what `apt-get` installs when `rg`, `fd` or `npm` are missing.
+//! xtask does not build or measure the harness itself (cargo and the crates' bench targets do) and
+//! writes outside the workspace only where `dist --prefix` installs, temporary directories, and what
+//! `apt-get` installs when `rg`, `fd` or `npm` are missing.
 
 mod bench;
 mod cargo;
@@ -15,7 +16,7 @@ mod process;
 mod setup;
 mod verify_pi;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
@@ -79,24 +80,13 @@ fn run() -> Result<()> {
 fn workspace_root() -> Result<PathBuf> {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
-    let root = manifest_dir
-        .parent()
-        .with_context(|| format!("{} has no parent directory", manifest_dir.display()))?
-        .to_path_buf();
-    check_root(&root)?;
-    Ok(root)
-}
-
-fn check_root(root: &Path) -> Result<()> {
+    let root = manifest_dir.parent().context("the manifest directory has no parent")?;
     for marker in ["Cargo.toml", "tools/package-lock.json"] {
         if !root.join(marker).is_file() {
-            bail!(
-                "{} does not look like the harness workspace: {marker} is missing",
-                root.display()
-            );
+            bail!("{} is not the harness workspace: {marker} is missing", root.display());
         }
     }
-    Ok(())
+    Ok(root.to_path_buf())
 }
 
 #[cfg(test)]
