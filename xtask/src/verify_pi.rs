@@ -5,8 +5,11 @@
 //! 1. the sha256 of every Pi file the port follows (`verify-pi/pi-0.85.1.sha256`), and the set of
 //!    files that call `resolveReadPath*`; any difference fails with "Pi changed: review FILE";
 //! 2. Pi's own `normalizePath`, `resolveToCwd` and `resolveReadPathAsync`, run by Node on a
-//!    generated corpus in a real temporary tree, against the port, answer for answer;
-//! 3. the port's NFD against Node's `normalize("NFD")` for every Unicode scalar value.
+//!    generated corpus in a real temporary tree (with 100,000 generated `file://` URLs, which
+//!    `normalizePath` hands to Node's `fileURLToPath`), and Node's `path.normalize` and
+//!    `path.dirname`, which the gate copies for Claude Code, against the port, answer for answer;
+//! 3. the port's NFD against Node's `normalize("NFD")`, and the gate's JavaScript white space
+//!    against Node's `String.prototype.trim`, for every Unicode scalar value.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -14,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
+use harness_gate::node;
 use harness_gate::pi::{self, NormalizeOptions, PiPathError};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -42,12 +46,17 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         );
     }
     eprintln!(
-        "verify-pi: {count} calls of normalizePath, resolveToCwd and resolveReadPathAsync: \
-         no disagreement in what a path resolves to"
+        "verify-pi: {count} calls of Pi's normalizePath, resolveToCwd and resolveReadPathAsync \
+         and Node's path.normalize and path.dirname: no disagreement"
     );
 
     let scalars = compare_nfd(root, &tools, scratch.path())?;
     eprintln!("verify-pi: NFD agrees with Node on all {scalars} Unicode scalar values");
+    let scalars = compare_trim(root, &tools, scratch.path())?;
+    eprintln!(
+        "verify-pi: the gate's JavaScript white space agrees with Node's String.prototype.trim \
+         on all {scalars} Unicode scalar values"
+    );
     eprintln!("verify-pi: passed in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -277,6 +286,20 @@ fn corpus(tree: &Path) -> Result<Vec<Value>> {
         let cwd = &cwds[index % cwds.len()];
         cases.push(json!({"fn": "resolveToCwd", "input": input, "cwd": cwd}));
     }
+    // Node's path.normalize and path.dirname, as the gate copies them for Claude Code, on the
+    // generated paths and on absolute forms of them (Glob bases with white space around).
+    for input in &inputs {
+        for form in [input.clone(), format!("/{input}"), format!("/x/{input}\u{a0}/..")] {
+            cases.push(json!({"fn": "pathNormalize", "input": form}));
+            cases.push(json!({"fn": "pathDirname", "input": form}));
+        }
+    }
+    for (index, url) in file_urls().iter().enumerate() {
+        cases.push(json!({"fn": "normalizeTool", "input": url}));
+        if index % 10 == 0 {
+            cases.push(json!({"fn": "resolveToCwd", "input": url, "cwd": ws}));
+        }
+    }
     for name in READ_NAMES {
         for form in [
             (*name).to_owned(),
@@ -290,6 +313,168 @@ fn corpus(tree: &Path) -> Result<Vec<Value>> {
         }
     }
     Ok(cases)
+}
+
+/// How many generated `file://` URLs each run compares through Pi's `normalizePath` (which
+/// calls Node's `fileURLToPath`) against the port.
+const FILE_URLS: usize = 100_000;
+
+/// Hosts: empty, `localhost` in the spellings WHATWG's host parser folds, other hosts, and
+/// drive letters, which the parser rereads as the first path segment.
+const URL_HOSTS: &[&str] = &[
+    "",
+    "",
+    "",
+    "",
+    "localhost",
+    "LOCALHOST",
+    "LocalHost",
+    "%6Cocalhost",
+    "%6cOCALHOST",
+    "\u{ff4c}ocalhost",
+    "local\u{ad}host",
+    "localhost.",
+    "host",
+    "127.0.0.1",
+    "[::1]",
+    "a@b",
+    "localhost:80",
+    "C:",
+    "c|",
+    "Z|",
+    "C",
+    "C:x",
+    "%43:",
+    "%00",
+    "local%20host",
+];
+
+/// Path segments: names, every spelling of a dot segment, drive letters in every shape, encoded
+/// separators and NULs, bad escapes, characters the parser percent-encodes, Pi's spaces.
+const URL_SEGMENTS: &[&str] = &[
+    "ws",
+    "a",
+    "a",
+    "..",
+    "..",
+    ".",
+    "%2e",
+    "%2E",
+    "%2e%2e",
+    ".%2E",
+    "%2E.",
+    "%2e.%2e",
+    "...",
+    ". .",
+    "C:",
+    "c|",
+    "Z|",
+    "C:",
+    "%43:",
+    "C%7C",
+    "C%3A",
+    "C|x",
+    "CC:",
+    ":",
+    "|",
+    "%2F",
+    "%2f",
+    "%5C",
+    "%00",
+    "%25",
+    "%252e",
+    "%zz",
+    "%",
+    "%C3%A9",
+    "%C3",
+    "%E2%82",
+    "%ED%A0%80",
+    "%C0%AF",
+    "\u{e9}",
+    "e\u{301}",
+    " ",
+    "%20",
+    "x y",
+    "@",
+    "~",
+    "'",
+    "\u{a0}",
+    "\u{3000}",
+    "\u{202f}",
+    "\u{85}",
+    "\u{feff}",
+    "\u{7f}",
+    "\u{1}",
+    "\u{1f600}",
+    "",
+    ";",
+    "=",
+    "^",
+    "`",
+    "{",
+    "}",
+    "<",
+    ">",
+    "\"",
+    "[",
+    "]",
+    "%3F",
+    "%23",
+];
+
+/// What stands between segments: slashes, backslashes (a separator in a special URL), and tabs
+/// and newlines the parser deletes wherever they are.
+const URL_SEPARATORS: &[&str] = &["/", "/", "/", "/", "\\", "//", "\\/", "/\t", "\n/", "/\r", "\t"];
+
+/// What ends a URL: nothing, a slash or dot segment, a query or fragment the path ignores,
+/// trailing spaces and controls the parser strips, an encoded NUL.
+const URL_ENDS: &[&str] = &[
+    "", "", "", "", "/", "/..", "/.", "\\..", "?", "?a/../..", "#", "#x/../..", " ", "  \u{1}",
+    "\t", "%00", "?%2F", "#%zz",
+];
+
+/// The text before the host: what Pi tests with `/^file:\/\//`, and forms its other steps
+/// rewrite first (one `@`, Unicode spaces) or that it does not take for a URL at all.
+const URL_STARTS: &[&str] = &[
+    "file://",
+    "file://",
+    "file://",
+    "file://",
+    "file://",
+    "file://",
+    "@file://",
+    "\u{a0}file://",
+    "File://",
+    "file:/",
+    "file:\\\\",
+];
+
+/// Returns true if and only if Pi hands `input` to `fileURLToPath` (after dropping one `@`).
+fn reaches_file_url_to_path(input: &str) -> bool {
+    input.strip_prefix('@').unwrap_or(input).starts_with("file://")
+}
+
+/// URLs made of the parts above, from a fixed seed, until [`FILE_URLS`] of them reach
+/// `fileURLToPath` (the others test Pi's own prefix test).
+fn file_urls() -> Vec<String> {
+    let mut rng = Rng(0x5eed_f11e_u64 << 20 | 0x2e2e);
+    let mut urls = Vec::with_capacity(FILE_URLS * 3 / 2);
+    let mut reaching = 0;
+    while reaching < FILE_URLS {
+        let mut url = String::from(URL_STARTS[rng.below(URL_STARTS.len())]);
+        url.push_str(URL_HOSTS[rng.below(URL_HOSTS.len())]);
+        for _ in 0..rng.below(9) {
+            url.push_str(URL_SEPARATORS[rng.below(URL_SEPARATORS.len())]);
+            url.push_str(URL_SEGMENTS[rng.below(URL_SEGMENTS.len())]);
+            if rng.below(6) == 0 {
+                url.push_str(URL_SEGMENTS[rng.below(URL_SEGMENTS.len())]);
+            }
+        }
+        url.push_str(URL_ENDS[rng.below(URL_ENDS.len())]);
+        reaching += usize::from(reaches_file_url_to_path(&url));
+        urls.push(url);
+    }
+    urls
 }
 
 fn build_tree(tree: &Path) -> Result<()> {
@@ -315,6 +500,8 @@ fn port_answer(case: &Value, home: &str) -> Value {
         Some("normalizeTool") => pi::normalize_path(input, NormalizeOptions::TOOL, home),
         Some("resolveToCwd") => pi::resolve_to_cwd(input, cwd, home),
         Some("resolveReadPath") => pi::resolve_read_path(input, cwd, home),
+        Some("pathNormalize") => Ok(node::normalize(input)),
+        Some("pathDirname") => Ok(node::dirname(input)),
         other => return json!({"error": format!("unknown function {other:?}")}),
     };
     match answer {
@@ -362,42 +549,24 @@ fn compare_corpus(
         cases.len()
     );
     let mut mismatches = Vec::new();
-    let mut equivalent = Vec::new();
+    let (mut url_paths, mut url_errors) = (0, 0);
     for (case, pi_answer) in cases.iter().zip(&answers) {
+        if case["fn"] == "normalizeTool"
+            && case["input"].as_str().is_some_and(reaches_file_url_to_path)
+        {
+            if pi_answer.get("ok").is_some() { url_paths += 1 } else { url_errors += 1 }
+        }
         let port = port_answer(case, &home);
-        if &port == pi_answer {
-            continue;
-        }
-        let line = format!("  {case}\n    pi:   {pi_answer}\n    port: {port}");
-        if same_path_after_resolve(case, pi_answer, &port) {
-            equivalent.push(line);
-        } else {
-            mismatches.push(line);
+        if &port != pi_answer {
+            mismatches.push(format!("  {case}\n    pi:   {pi_answer}\n    port: {port}"));
         }
     }
-    if !equivalent.is_empty() {
-        eprintln!(
-            "verify-pi: {} normalizePath answers differ only in a run of leading slashes that \
-             path.resolve folds into one (the url crate collapses `file:////x` to `/x`, Node keeps \
-             `//x`); every resolved path agrees. The first:\n{}",
-            equivalent.len(),
-            equivalent[0]
-        );
-    }
+    eprintln!(
+        "verify-pi: of the {} file URLs Pi hands to Node's fileURLToPath, {url_paths} became a \
+         path and {url_errors} threw",
+        url_paths + url_errors
+    );
     Ok((mismatches, cases.len()))
-}
-
-/// Returns true if and only if a `normalizePath` case got two absolute answers that differ only
-/// in the number of leading slashes: `path.resolve`, and so every tool and the gate, reads them as
-/// one path. Differences in the resolving functions are never excused.
-fn same_path_after_resolve(case: &Value, pi_answer: &Value, port: &Value) -> bool {
-    let normalizing = matches!(case["fn"].as_str(), Some("normalize" | "normalizeTool"));
-    match (pi_answer["ok"].as_str(), port["ok"].as_str()) {
-        (Some(pi), Some(port)) if normalizing && pi.starts_with('/') && port.starts_with('/') => {
-            pi.trim_start_matches('/') == port.trim_start_matches('/')
-        }
-        _ => false,
-    }
 }
 
 fn script(root: &Path) -> PathBuf {
@@ -430,6 +599,29 @@ fn compare_nfd(root: &Path, tools: &setup::Tools, scratch: &Path) -> Result<usiz
             "NFD differs from Node's:\n  only Node: {only_node:?}\n  only the port: {only_port:?}"
         );
     }
+    Ok(scalars)
+}
+
+/// Compares the gate's JavaScript white space with Node's `trim` for every scalar value;
+/// returns how many were compared.
+fn compare_trim(root: &Path, tools: &setup::Tools, scratch: &Path) -> Result<usize> {
+    let mut command = tools.isolated("node", &scratch.join("trim"))?;
+    command.arg(script(root)).arg("trim");
+    let output = process::run_captured(&mut command, NODE_TIMEOUT)?;
+    let mut port = String::new();
+    let mut scalars = 0;
+    for scalar in (0..=0x10_FFFF_u32).filter_map(char::from_u32) {
+        scalars += 1;
+        if harness_gate::claude::is_js_space(scalar) {
+            let _ = writeln!(port, "{:X}", u32::from(scalar));
+        }
+    }
+    ensure!(
+        port == output.stdout,
+        "JavaScript white space differs from Node's trim:\n  Node: {}\n  port: {}",
+        output.stdout.lines().collect::<Vec<_>>().join(" "),
+        port.lines().collect::<Vec<_>>().join(" ")
+    );
     Ok(scalars)
 }
 
@@ -486,15 +678,5 @@ mod tests {
         std::fs::write(dir.path().join("dist/core/tools/write.js"), "resolveReadPath()").unwrap();
         let error = check_recorded(&text, dir.path()).unwrap_err().to_string();
         assert!(error.contains("review dist/core/tools/write.js"), "{error}");
-    }
-
-    #[test]
-    fn leading_slashes_are_excused_only_for_normalize_path() {
-        let normalize = json!({"fn": "normalize"});
-        let resolve = json!({"fn": "resolveToCwd"});
-        assert!(same_path_after_resolve(&normalize, &json!({"ok": "//x"}), &json!({"ok": "/x"})));
-        assert!(!same_path_after_resolve(&normalize, &json!({"ok": "//x"}), &json!({"ok": "/y"})));
-        assert!(!same_path_after_resolve(&resolve, &json!({"ok": "//x"}), &json!({"ok": "/x"})));
-        assert!(!same_path_after_resolve(&normalize, &json!({"ok": "x"}), &json!({"ok": "/x"})));
     }
 }

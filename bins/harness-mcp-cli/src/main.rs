@@ -9,10 +9,35 @@
 
 use std::process::ExitCode;
 
-/// Set only by this binary's tests, to prove that a panic on any thread ends the server.
-const PANIC_FOR_TEST: &str = "HARNESS_MCP_PANIC_FOR_TEST";
+const HELP: &str = "\
+harness-mcp: the MCP stdio server (server name mosaic) Claude Code starts for a session's typed
+tools. It lists tools.json's tools and forwards every tools/call to the runner's tool socket.
+
+usage: harness-mcp [--tools TOOLS_JSON] [--socket TOOLS_SOCK]
+       harness-mcp --help | --version
+
+Without --tools it reads $MOSAIC_BUNDLE/tools.json; without --socket, $MOSAIC_TOOLS_SOCK.
+stdout carries only the protocol (newline-delimited JSON-RPC); diagnostics go to stderr.
+
+exit status: 0 when stdin closes, 2 on a bad command line or tools.json, 1 when the session
+fails or anything panics.";
 
 fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let [arg] = args.as_slice() {
+        // Before anything is served: stdout is the protocol only when serving.
+        #[expect(
+            clippy::print_stdout,
+            reason = "--help and --version answer on stdout, not serving"
+        )]
+        if arg == "--help" || arg == "-h" {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        } else if arg == "--version" || arg == "-V" {
+            println!("harness-mcp {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+    }
     // A panic anywhere ends the server with exit 1 (docs/reliability.md): tokio would otherwise
     // catch a panic in a request's task and leave that request unanswered, with Claude Code
     // waiting 60 s on a server that looks alive.
@@ -20,19 +45,14 @@ fn main() -> ExitCode {
         eprintln!("harness-mcp: panicked: {} (exit 1)", info.to_string().replace('\n', " "));
         std::process::exit(1);
     }));
-    let config = match harness_mcp::McpConfig::from_args(std::env::args_os().skip(1), |key| {
-        std::env::var_os(key)
-    }) {
+    let config = match harness_mcp::McpConfig::from_args(args, |key| std::env::var_os(key)) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("harness-mcp: {error}");
             return ExitCode::from(2);
         }
     };
-    if std::env::var_os(PANIC_FOR_TEST).is_some() {
-        // Another thread than the one serving: the hook above must end the process anyway.
-        std::thread::spawn(|| panic!("{PANIC_FOR_TEST} is set"));
-    }
+    harness_mcp::panic_for_test();
     match harness_mcp::serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error @ harness_mcp::McpError::Tools(_)) => {

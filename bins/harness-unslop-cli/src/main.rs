@@ -20,7 +20,27 @@ use harness_unslop::{Hook, HookConfig, LISTS_ENV, log::LOG_ENV, run_hook};
 const USAGE: &str = "usage: harness-unslop (claude-stop | claude-prompt | pi-agent-end | pi-before-start) \
                      [--lists LISTS]";
 
+const HELP: &str = "\
+harness-unslop: the unslop check's hooks, one process per reply or prompt.
+
+usage: harness-unslop (claude-stop | claude-prompt | pi-agent-end | pi-before-start) [--lists LISTS]
+       harness-unslop --help | --version
+
+  claude-stop      Claude Code's Stop hook: checks the reply on stdin and logs checked or flagged
+  claude-prompt    Claude Code's UserPromptSubmit hook: prints the correction notice when due
+  pi-agent-end     what Pi's unslop extension runs at agent_end (as claude-stop)
+  pi-before-start  what Pi's unslop extension runs at before_agent_start (as claude-prompt)
+
+environment: MOSAIC_UNSLOP_LOG (the log), MOSAIC_UNSLOP_LISTS (lists.json unless --lists)
+
+exit status: always 0, bad arguments included: the check never blocks or fails a session.
+What went wrong is logged as hook_failed, or said on stderr when there is no log.";
+
 fn main() -> ExitCode {
+    if let Some(text) = help_or_version(std::env::args_os().skip(1).collect()) {
+        let _ = writeln!(std::io::stdout(), "{text}");
+        return ExitCode::SUCCESS;
+    }
     let log = std::env::var_os(LOG_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
     let output = match parse_args(std::env::args_os().skip(1).collect()) {
         Ok((hook, lists)) => {
@@ -40,6 +60,17 @@ fn main() -> ExitCode {
         let _ = writeln!(std::io::stderr(), "{message}");
     }
     ExitCode::SUCCESS
+}
+
+/// The text `--help` or `--version`, when that is the one argument.
+fn help_or_version(args: Vec<OsString>) -> Option<String> {
+    match args.as_slice() {
+        [arg] if arg == "--help" || arg == "-h" => Some(HELP.to_owned()),
+        [arg] if arg == "--version" || arg == "-V" => {
+            Some(format!("harness-unslop {}", env!("CARGO_PKG_VERSION")))
+        }
+        _ => None,
+    }
 }
 
 /// Reads the arguments as `OsString`s: `std::env::args` panics on one that is not UTF-8, and a

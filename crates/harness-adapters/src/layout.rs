@@ -53,9 +53,9 @@ impl InstallLayout {
             mcp: bin_dir.join("harness-mcp"),
             unslop: bin_dir.join("harness-unslop"),
             pi_extension: assets.join("pi/extension.mjs"),
-            pi_unslop_extension: workspace.join("fixtures/pi/unslop-extension.mjs"),
+            pi_unslop_extension: assets.join("pi/unslop-extension.mjs"),
             adapters: assets.join("adapters"),
-            unslop_lists: workspace.join("fixtures/unslop/lists.json"),
+            unslop_lists: workspace.join("crates/harness-unslop/assets/lists.json"),
         }
     }
 }

@@ -22,6 +22,9 @@ pub enum PathKind {
     Pattern {
         /// True if and only if the tool refuses a call without it.
         required: bool,
+        /// True if and only if an absolute pattern names its own search directory, so that the
+        /// part before its first wildcard moves the search (Claude Code's Glob; docs/gate.md).
+        absolute_base: bool,
     },
 }
 
@@ -45,6 +48,8 @@ pub struct BuiltinTool {
     /// Its path-bearing fields, in the order the gate checks them (a pattern after the path it
     /// is relative to). Empty for a tool that names no path (`bash`).
     pub fields: &'static [PathField],
+    /// True if and only if the tool writes or edits the file its path field names.
+    pub writes: bool,
 }
 
 const fn path(name: &'static str) -> PathField {
@@ -57,22 +62,32 @@ const fn optional_path(name: &'static str) -> PathField {
     PathField { name, kind: PathKind::Path { required: false, read: false } }
 }
 const fn pattern(name: &'static str, required: bool) -> PathField {
-    PathField { name, kind: PathKind::Pattern { required } }
+    PathField { name, kind: PathKind::Pattern { required, absolute_base: false } }
+}
+const fn base_pattern(name: &'static str) -> PathField {
+    PathField { name, kind: PathKind::Pattern { required: true, absolute_base: true } }
 }
 const fn tool(
     name: &'static str,
     limit: Option<&'static str>,
     fields: &'static [PathField],
 ) -> BuiltinTool {
-    BuiltinTool { name, limit, fields }
+    BuiltinTool { name, limit, fields, writes: false }
+}
+const fn writer(
+    name: &'static str,
+    limit: Option<&'static str>,
+    fields: &'static [PathField],
+) -> BuiltinTool {
+    BuiltinTool { name, limit, fields, writes: true }
 }
 
 /// Pi 0.85.1's built-in tools (its `--tools` names, which are also the `limits.tools` names).
 /// `bash` names no path: it is limited only by the tool limit (S0 line 5).
 const PI: &[BuiltinTool] = &[
     tool("read", Some("read"), &[read_path("path")]),
-    tool("write", Some("write"), &[path("path")]),
-    tool("edit", Some("edit"), &[path("path")]),
+    writer("write", Some("write"), &[path("path")]),
+    writer("edit", Some("edit"), &[path("path")]),
     tool("grep", Some("grep"), &[optional_path("path"), pattern("glob", false)]),
     tool("find", Some("find"), &[optional_path("path"), pattern("pattern", true)]),
     tool("ls", Some("ls"), &[optional_path("path")]),
@@ -82,15 +97,17 @@ const PI: &[BuiltinTool] = &[
 /// Claude Code 2.1.296's built-in tools that touch files, and Bash. A role's `limits.tools`
 /// grants the five file tools with a Pi counterpart; `bash` has none because the adapter runs
 /// Claude Code with `--restricted`, which removes Bash. MultiEdit, NotebookEdit and LS are never
-/// granted, but the gate still knows their fields, so a call to one is checked, not guessed at.
+/// granted (2.1.296 registers no MultiEdit or LS tool at all; the names appear only in its
+/// permission code), but the gate still knows their fields, so a call to one is checked, not
+/// guessed at.
 const CLAUDE_CODE: &[BuiltinTool] = &[
     tool("Read", Some("read"), &[read_path("file_path")]),
-    tool("Write", Some("write"), &[path("file_path")]),
-    tool("Edit", Some("edit"), &[path("file_path")]),
+    writer("Write", Some("write"), &[path("file_path")]),
+    writer("Edit", Some("edit"), &[path("file_path")]),
     tool("Grep", Some("grep"), &[optional_path("path"), pattern("glob", false)]),
-    tool("Glob", Some("find"), &[optional_path("path"), pattern("pattern", true)]),
-    tool("MultiEdit", None, &[path("file_path")]),
-    tool("NotebookEdit", None, &[path("notebook_path")]),
+    tool("Glob", Some("find"), &[optional_path("path"), base_pattern("pattern")]),
+    writer("MultiEdit", None, &[path("file_path")]),
+    writer("NotebookEdit", None, &[path("notebook_path")]),
     tool("LS", None, &[path("path")]),
     tool("Bash", None, &[]),
 ];

@@ -42,7 +42,6 @@ fn readers() -> Vec<PathBuf> {
         entries.sort();
         files.extend(entries);
     }
-    files.push(root.join("fixtures/pi/unslop-extension.mjs"));
     files
 }
 

@@ -1,13 +1,14 @@
 //! `decide`: one tool call in, one decision out.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
+use harness_contract::{BuiltinTool, PathField, PathKind};
 use serde_json::Value;
 
 use crate::call::ToolCall;
 use crate::node_path;
-use crate::pattern::{self, PatternPrefix};
+use crate::pattern;
 use crate::pi_paths::{self, NormalizeOptions};
 use crate::policy::{Harness, Policy};
 use crate::walk::{self, Resolution};
@@ -39,6 +40,8 @@ pub enum Rule {
     ThroughProc,
     /// A component could not be examined, so nothing can be promised about the path.
     CannotCheck,
+    /// A file tool would write or edit inside git metadata (a `.git` component).
+    GitMetadata,
 }
 
 impl Rule {
@@ -55,6 +58,7 @@ impl Rule {
             Self::ClimbsOutOfAbsent => "climbs-out-of-absent",
             Self::ThroughProc => "through-proc",
             Self::CannotCheck => "cannot-check",
+            Self::GitMetadata => "git-metadata",
         }
     }
 }
@@ -94,54 +98,6 @@ fn block(rule: Rule, reason: String) -> Block {
     Block { rule, reason }
 }
 
-/// How a tool argument is checked.
-#[derive(Debug, Clone, Copy)]
-enum Arg {
-    /// A path the tool opens. `read` adds the other spellings Pi's read (or Claude Code's Read)
-    /// may open instead. An optional path defaults to the working directory.
-    Path { field: &'static str, required: bool, read: bool },
-    /// A glob pattern, relative to the tool's path argument (or the workspace).
-    Pattern { field: &'static str, required: bool },
-}
-
-const fn path(field: &'static str) -> Arg {
-    Arg::Path { field, required: true, read: false }
-}
-const fn read_path(field: &'static str) -> Arg {
-    Arg::Path { field, required: true, read: true }
-}
-const fn optional_path(field: &'static str) -> Arg {
-    Arg::Path { field, required: false, read: false }
-}
-const fn pattern(field: &'static str, required: bool) -> Arg {
-    Arg::Pattern { field, required }
-}
-
-/// Pi 0.85.1's built-in tools and their path arguments (CLIS.md §2.4). `bash` has none: it is
-/// limited only by the tool limit (S0 line 5).
-const PI_TOOLS: &[(&str, &[Arg])] = &[
-    ("read", &[read_path("path")]),
-    ("write", &[path("path")]),
-    ("edit", &[path("path")]),
-    ("grep", &[optional_path("path"), pattern("glob", false)]),
-    ("find", &[optional_path("path"), pattern("pattern", true)]),
-    ("ls", &[optional_path("path")]),
-    ("bash", &[]),
-];
-
-/// Claude Code 2.1.296's file tools and their path arguments, and its tools without one.
-const CLAUDE_TOOLS: &[(&str, &[Arg])] = &[
-    ("Read", &[read_path("file_path")]),
-    ("Write", &[path("file_path")]),
-    ("Edit", &[path("file_path")]),
-    ("MultiEdit", &[path("file_path")]),
-    ("NotebookEdit", &[path("notebook_path")]),
-    ("Grep", &[optional_path("path"), pattern("glob", false)]),
-    ("Glob", &[optional_path("path"), pattern("pattern", true)]),
-    ("LS", &[path("path")]),
-    ("Bash", &[]),
-];
-
 /// Answers one tool call under `policy`.
 ///
 /// The policy's built-in tools pass when every path argument (and find/Glob pattern) resolves
@@ -155,21 +111,27 @@ pub fn decide(policy: &Policy, call: &ToolCall) -> Decision {
 
 fn check(policy: &Policy, call: &ToolCall) -> Result<(), Block> {
     let name = call.tool.as_str();
-    let table = match policy.harness {
-        Harness::Pi => PI_TOOLS,
-        Harness::ClaudeCode => CLAUDE_TOOLS,
-    };
-    let known = table.iter().find(|(tool, _)| *tool == name).map(|(_, args)| *args);
+    // The built-in tools and their path fields come from harness-contract, the table the
+    // adapters grant tools from, so the gate knows every tool a bundle can grant.
+    let known = harness_contract::builtin(policy.harness, name);
     if policy.tools.iter().any(|tool| tool == name) {
         return match known {
-            Some(args) => check_args(policy, call, args),
-            None => check_unknown_tool_paths(policy, call),
+            Some(tool) => check_args(policy, call, tool),
+            // A policy can only list such a tool if it was not built by this version's bundle;
+            // what such a tool opens is unknown, so it does not run.
+            None => Err(block(
+                Rule::ToolNotAllowed,
+                format!(
+                    "{name:?} is not a {} built-in tool this gate knows the paths of",
+                    policy.harness
+                ),
+            )),
         };
     }
     if is_typed(policy, name) {
         // A typed tool named like a built-in file tool still gets its paths checked.
         return match known {
-            Some(args) => check_args(policy, call, args),
+            Some(tool) => check_args(policy, call, tool),
             None => Ok(()),
         };
     }
@@ -205,16 +167,16 @@ fn string_field<'a>(
     }
 }
 
-fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Block> {
-    if args.is_empty() {
+fn check_args(policy: &Policy, call: &ToolCall, tool: &BuiltinTool) -> Result<(), Block> {
+    if tool.fields.is_empty() {
         return Ok(());
     }
     let object = input_object(call)?;
     // Where a pattern is relative to: the tool's own path argument, or the workspace.
     let mut search_bases: Option<Vec<String>> = None;
-    for arg in args {
-        match *arg {
-            Arg::Path { field, required, read } => {
+    for &PathField { name: field, kind } in tool.fields {
+        match kind {
+            PathKind::Path { required, read } => {
                 let value = string_field(call, object, field)?;
                 let raw = match value {
                     Some(raw) if !raw.is_empty() => raw,
@@ -229,14 +191,17 @@ fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Bloc
                 };
                 let candidates = path_candidates(policy, raw)?;
                 for candidate in &candidates.primary {
-                    check_resolved(policy, raw, candidate)?;
+                    let real = check_resolved(policy, raw, candidate)?;
+                    if tool.writes {
+                        check_not_git(policy, raw, candidate, &real)?;
+                    }
                 }
                 if read {
                     check_spellings(policy, raw, &candidates.primary)?;
                 }
                 search_bases = Some(candidates.lexical);
             }
-            Arg::Pattern { field, required } => {
+            PathKind::Pattern { required, absolute_base } => {
                 let Some(raw) = string_field(call, object, field)? else {
                     if required {
                         return Err(block(
@@ -251,32 +216,10 @@ fn check_args(policy: &Policy, call: &ToolCall, args: &[Arg]) -> Result<(), Bloc
                     None => workspace_bases(policy),
                 };
                 check_pattern(policy, raw, &bases)?;
+                if absolute_base {
+                    check_claude_glob_base(policy, raw)?;
+                }
             }
-        }
-    }
-    Ok(())
-}
-
-/// A tool the policy lists but the gate has no table for: every top-level string field whose
-/// name ends in `path` (`path`, `file_path`, `notebookPath`, ...) is checked as a path.
-fn check_unknown_tool_paths(policy: &Policy, call: &ToolCall) -> Result<(), Block> {
-    let Some(object) = call.input.as_object() else {
-        return Ok(());
-    };
-    for (field, value) in object {
-        if !field.to_ascii_lowercase().ends_with("path") {
-            continue;
-        }
-        let Value::String(raw) = value else {
-            return Err(block(
-                Rule::BadInput,
-                format!("{field:?} of {:?} is not a string", call.tool),
-            ));
-        };
-        let raw = if raw.is_empty() { "." } else { raw.as_str() };
-        let candidates = path_candidates(policy, raw)?;
-        for candidate in &candidates.primary {
-            check_resolved(policy, raw, candidate)?;
         }
     }
     Ok(())
@@ -309,8 +252,9 @@ fn has_dot_dot(text: &str) -> bool {
 }
 
 /// JavaScript's `String.prototype.trim` white space (WhiteSpace and LineTerminator): what
-/// Claude Code's own trim removes.
-fn is_js_space(c: char) -> bool {
+/// Claude Code's own trim removes. `cargo xtask verify-pi` compares it with Node's `trim` for
+/// every Unicode scalar value.
+pub fn is_js_space(c: char) -> bool {
     matches!(
         c,
         '\u{9}'..='\u{d}'
@@ -345,7 +289,16 @@ fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
     match policy.harness {
         // Pi: exactly its normalizePath (Unicode spaces, one `@`, `~`, `file://`).
         Harness::Pi => {
-            Ok(vec![pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?])
+            let normalized =
+                pi_paths::normalize_path(raw, NormalizeOptions::TOOL, home).map_err(bad)?;
+            // A `file://` URL's `%00` decodes to a NUL byte, which Node's fs refuses.
+            if normalized.contains('\0') {
+                return Err(block(
+                    Rule::BadPath,
+                    format!("the path {raw:?} decodes to a NUL byte"),
+                ));
+            }
+            Ok(vec![normalized])
         }
         // Claude Code trims the path and expands `~` itself (CLIS.md §4): check the path as
         // given, as JavaScript trims it, and trimmed of Rust's white space too, each with `~`
@@ -419,8 +372,8 @@ fn add_candidates(
     }
 }
 
-/// Requires `candidate` to resolve inside the workspace's real path.
-fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Block> {
+/// Requires `candidate` to resolve inside the workspace's real path; returns that real path.
+fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<PathBuf, Block> {
     let shown = |what: &str| {
         if candidate == raw {
             format!("{raw:?} {what}")
@@ -431,7 +384,7 @@ fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<(), Blo
     match walk::resolve(Path::new(candidate)) {
         Resolution::Existing(real) | Resolution::Absent(real) => {
             if real.starts_with(&policy.workspace_real) {
-                Ok(())
+                Ok(real)
             } else {
                 Err(block(
                     Rule::OutsideWorkspace,
@@ -477,40 +430,132 @@ fn check_spellings(policy: &Policy, raw: &str, primary: &[String]) -> Result<(),
 }
 
 fn check_pattern(policy: &Policy, raw: &str, bases: &[String]) -> Result<(), Block> {
-    let PatternPrefix { literal } = pattern::analyse(raw).map_err(|error| {
+    let literals = pattern::analyse(raw).map_err(|error| {
         block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {}", error.describe()))
     })?;
-    if literal.is_empty() {
-        // Only the search directory itself, which was checked as the tool's path.
-        return Ok(());
-    }
     let mut primary = Vec::new();
+    for literal in literals {
+        // An empty literal prefix only reaches the search directory, checked as the tool's path.
+        if !literal.is_empty() {
+            literal_candidates(policy, raw, &literal, bases, &mut primary)?;
+        }
+    }
+    for candidate in &primary {
+        check_resolved(policy, raw, candidate)?;
+    }
+    Ok(())
+}
+
+/// Adds the paths a pattern's literal prefix may name: `~` expanded both ways, an absolute one
+/// as itself, a relative one below each search base (lexically, and as the kernel reads `..`).
+fn literal_candidates(
+    policy: &Policy,
+    raw: &str,
+    literal: &str,
+    bases: &[String],
+    primary: &mut Vec<String>,
+) -> Result<(), Block> {
+    let mut lexical = Vec::new();
     if literal == "~" || literal.starts_with("~/") {
         let home = policy.home.as_deref();
         let refused =
             |error| block(Rule::BadPattern, format!("the pattern {raw:?} is refused: {error}"));
         // Folded as Pi's normalizePath does, and as text with `..` left for the kernel.
-        let folded = pi_paths::normalize_path(&literal, NormalizeOptions::default(), home)
+        let folded = pi_paths::normalize_path(literal, NormalizeOptions::default(), home)
             .map_err(refused)?;
-        let unfolded = unfolded_tilde(&literal, home).map_err(refused)?;
-        let mut lexical = Vec::new();
-        add_candidates(policy, &folded, &mut primary, &mut lexical);
-        add_candidates(policy, &unfolded, &mut primary, &mut lexical);
-    } else if node_path::is_absolute(&literal) {
-        let mut lexical = Vec::new();
-        add_candidates(policy, &literal, &mut primary, &mut lexical);
+        let unfolded = unfolded_tilde(literal, home).map_err(refused)?;
+        add_candidates(policy, &folded, primary, &mut lexical);
+        add_candidates(policy, &unfolded, primary, &mut lexical);
+    } else if node_path::is_absolute(literal) {
+        add_candidates(policy, literal, primary, &mut lexical);
     } else {
         for base in bases {
-            if let Some(resolved) = node_path::resolve(base, &literal) {
-                push_unique(&mut primary, resolved);
+            if let Some(resolved) = node_path::resolve(base, literal) {
+                push_unique(primary, resolved);
             }
-            if has_dot_dot(&literal) {
-                push_unique(&mut primary, format!("{base}/{literal}"));
+            if has_dot_dot(literal) {
+                push_unique(primary, format!("{base}/{literal}"));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Claude Code's Glob searches, for an absolute pattern, a directory it cuts out of the pattern
+/// and passes through its path expansion (JavaScript `trim`, then `path.normalize`); the tool's
+/// `path` is then ignored. That directory is checked as given, JavaScript-trimmed, trimmed of
+/// Rust's white space too, each normalised and (when it holds `..`) as the kernel reads it.
+fn check_claude_glob_base(policy: &Policy, raw: &str) -> Result<(), Block> {
+    let Some(base) = pattern::claude_glob_base(raw) else {
+        return Ok(());
+    };
+    let mut primary = Vec::new();
+    let mut lexical = Vec::new();
+    for form in [base.as_str(), base.trim_matches(is_js_space), base.trim_matches(is_trimmed_space)]
+    {
+        if !form.is_empty() {
+            add_candidates(policy, form, &mut primary, &mut lexical);
         }
     }
     for candidate in &primary {
         check_resolved(policy, raw, candidate)?;
+    }
+    Ok(())
+}
+
+/// Where the workspace's own `.git` leads when it is not a plain directory: the real path of a
+/// `.git` symlink, or the directory a `.git` file names (`gitdir: PATH`, as a linked worktree or
+/// a submodule has). Writes there are git metadata under another name.
+fn git_dir_targets(policy: &Policy) -> Vec<PathBuf> {
+    let dot_git = Path::new(&policy.workspace_real).join(GIT_DIR);
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+        return Vec::new();
+    };
+    let named = if meta.file_type().is_symlink() {
+        dot_git
+    } else if meta.is_file() {
+        // Only the first line matters to git; a bounded read keeps a huge file harmless.
+        let mut head = Vec::with_capacity(4096);
+        let read = std::fs::File::open(&dot_git).and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, 4096), &mut head)
+        });
+        let text = String::from_utf8_lossy(&head);
+        match (read, text.lines().next().and_then(|line| line.strip_prefix("gitdir:"))) {
+            (Ok(_), Some(target)) => Path::new(&policy.workspace_real).join(target.trim()),
+            _ => return Vec::new(),
+        }
+    } else {
+        return Vec::new();
+    };
+    match walk::resolve(&named) {
+        Resolution::Existing(real) | Resolution::Absent(real) => vec![real],
+        _ => Vec::new(),
+    }
+}
+
+/// The name git keeps its metadata under. Linux names are case-sensitive, and git on Linux opens
+/// exactly `.git`, so `.GIT` is an ordinary name.
+const GIT_DIR: &str = ".git";
+
+/// Refuses a write whose path, as the tool spells it (`candidate`) or as it really leads
+/// (`real`), has a `.git` component below the workspace.
+fn check_not_git(policy: &Policy, raw: &str, candidate: &str, real: &Path) -> Result<(), Block> {
+    let below_workspace = |path: &Path| -> bool {
+        let tail = [policy.workspace.as_str(), policy.workspace_real.as_str()]
+            .iter()
+            .find_map(|workspace| path.strip_prefix(workspace).ok())
+            .unwrap_or(path);
+        tail.components().any(|component| component == Component::Normal(GIT_DIR.as_ref()))
+    };
+    let into_git_dir = || git_dir_targets(policy).iter().any(|target| real.starts_with(target));
+    if below_workspace(Path::new(candidate)) || below_workspace(real) || into_git_dir() {
+        return Err(block(
+            Rule::GitMetadata,
+            format!(
+                "{raw:?} (as {real:?}) is inside git metadata (a {GIT_DIR:?} directory), which \
+                 no file tool may write"
+            ),
+        ));
     }
     Ok(())
 }

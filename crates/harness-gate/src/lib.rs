@@ -12,6 +12,7 @@
 
 mod call;
 mod decide;
+mod file_url;
 /// Random trees and calls against a kernel oracle; only with the `fuzzing` feature, since it
 /// writes trees (`cargo xtask fuzz`, and this crate's own tests).
 #[cfg(feature = "fuzzing")]
@@ -25,6 +26,17 @@ mod walk;
 pub use call::{CallError, ToolCall};
 pub use decide::{Block, Decision, Rule, decide};
 pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
+
+/// JavaScript's `trim` white space, which the gate copies for Claude Code 2.1.296's paths;
+/// `cargo xtask verify-pi` compares it with Node's for every scalar value.
+pub mod claude {
+    pub use crate::decide::is_js_space;
+}
+
+/// Node's POSIX `path` functions the gate copies, for the same comparison.
+pub mod node {
+    pub use crate::node_path::{dirname, normalize};
+}
 
 /// Pi 0.85.1's path functions, ported; `cargo xtask verify-pi` compares them with Pi's own.
 pub mod pi {

@@ -27,7 +27,7 @@ fn normalize_segments(path: &str, allow_above_root: bool) -> String {
 }
 
 /// Node's `path.posix.normalize`.
-pub(crate) fn normalize(path: &str) -> String {
+pub fn normalize(path: &str) -> String {
     if path.is_empty() {
         return ".".to_owned();
     }
@@ -70,6 +70,33 @@ pub(crate) fn resolve(base: &str, path: &str) -> Option<String> {
     Some(format!("/{}", normalize_segments(&combined, false)))
 }
 
+/// Node's `path.posix.dirname`: everything before the last `/` that is not part of a run of
+/// trailing slashes, keeping a run of slashes before it (`/a//b` gives `/a/`).
+pub fn dirname(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let Some(&first) = bytes.first() else {
+        return ".".to_owned();
+    };
+    let has_root = first == b'/';
+    let mut end = None;
+    let mut matched_slash = true;
+    for index in (1..bytes.len()).rev() {
+        if bytes[index] == b'/' {
+            if !matched_slash {
+                end = Some(index);
+                break;
+            }
+        } else {
+            matched_slash = false;
+        }
+    }
+    match end {
+        None => if has_root { "/" } else { "." }.to_owned(),
+        Some(1) if has_root => "//".to_owned(),
+        Some(end) => path[..end].to_owned(),
+    }
+}
+
 /// Returns true if and only if `path` is absolute in POSIX terms.
 pub(crate) fn is_absolute(path: &str) -> bool {
     path.starts_with('/')
@@ -109,5 +136,24 @@ mod tests {
         assert_eq!(resolve("/ws", "/x//y/..").as_deref(), Some("/x"));
         assert_eq!(resolve("/ws", "../../../..").as_deref(), Some("/"));
         assert_eq!(resolve("rel", "x"), None);
+    }
+
+    #[test]
+    fn dirname_matches_node() {
+        for (input, expected) in [
+            ("", "."),
+            ("/", "/"),
+            ("//", "/"),
+            ("/a", "/"),
+            ("/a/b", "/a"),
+            ("/a/b/", "/a"),
+            ("/a//b", "/a/"),
+            ("//a", "//"),
+            ("a", "."),
+            ("a/b", "a"),
+            ("/a/..\u{a0}", "/a"),
+        ] {
+            assert_eq!(dirname(input), expected, "dirname({input:?})");
+        }
     }
 }

@@ -7,6 +7,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
+use crate::file_url;
 use crate::node_path;
 
 /// The characters Pi's `UNICODE_SPACES` replaces with an ASCII space.
@@ -31,7 +32,7 @@ impl NormalizeOptions {
 /// Why Pi could not turn a path argument into a path; Pi's tool would throw.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PiPathError {
-    /// `new URL()` rejected the `file://` URL.
+    /// `new URL()` rejected the `file://` URL (a host it cannot parse).
     #[error("not a valid URL: {0}")]
     InvalidUrl(String),
     /// The `file://` URL names a host other than `localhost`.
@@ -73,56 +74,9 @@ pub fn normalize_path(
         return Ok(node_path::join(&[home, rest]));
     }
     if normalized.starts_with("file://") {
-        return file_url_to_path(&normalized);
+        return file_url::file_url_to_path(&normalized);
     }
     Ok(normalized)
-}
-
-/// Node's `fileURLToPath` on POSIX: WHATWG parsing, no host, no encoded `/`, then
-/// `decodeURIComponent` of the path.
-fn file_url_to_path(input: &str) -> Result<String, PiPathError> {
-    let url = url::Url::parse(input).map_err(|error| PiPathError::InvalidUrl(error.to_string()))?;
-    if url.host_str().is_some_and(|host| !host.is_empty()) {
-        return Err(PiPathError::FileUrlHost);
-    }
-    let pathname = url.path();
-    let bytes = pathname.as_bytes();
-    for (index, &byte) in bytes.iter().enumerate() {
-        if byte == b'%'
-            && bytes.get(index + 1) == Some(&b'2')
-            && bytes.get(index + 2).is_some_and(|third| third | 0x20 == b'f')
-        {
-            return Err(PiPathError::FileUrlEncodedSlash);
-        }
-    }
-    if !pathname.contains('%') {
-        return Ok(pathname.to_owned());
-    }
-    decode_uri_component(pathname).ok_or(PiPathError::FileUrlDecode)
-}
-
-/// JavaScript's `decodeURIComponent`: every `%` starts two hex digits, and the bytes they make
-/// must be UTF-8. Returns `None` where JavaScript throws a `URIError`.
-fn decode_uri_component(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while let Some(&byte) = bytes.get(index) {
-        if byte == b'%' {
-            let high = hex_value(*bytes.get(index + 1)?)?;
-            let low = hex_value(*bytes.get(index + 2)?)?;
-            out.push(high << 4 | low);
-            index += 3;
-        } else {
-            out.push(byte);
-            index += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-fn hex_value(digit: u8) -> Option<u8> {
-    char::from(digit).to_digit(16).and_then(|value| u8::try_from(value).ok())
 }
 
 /// Pi's `resolvePath(input, baseDir, options)`.

@@ -16,8 +16,10 @@
 mod config;
 mod handler;
 mod socket_client;
+mod test_hooks;
 mod transport;
 
 pub use config::{BUNDLE_ENV, ConfigError, McpConfig, SOCKET_ENV};
 pub use handler::{McpError, MosaicServer, SERVER_NAME, serve, serve_on};
+pub use test_hooks::panic_for_test;
 pub use transport::{LineTransport, MAX_LINE_BYTES};

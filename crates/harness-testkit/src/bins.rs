@@ -23,3 +23,27 @@ pub fn workspace_binary(name: &str) -> PathBuf {
     }
     path
 }
+
+/// Checks that the binary at `path` is a good command-line citizen: `--help`, `-h` and
+/// `--version` exit 0 with stdin left open (so a binary that started serving instead fails on the
+/// deadline), print on stdout and nothing on stderr; the help names `name`, its usage and its
+/// exit status, and the version line is `name VERSION`. Panics with the binary's output
+/// otherwise.
+pub fn assert_help_and_version(path: &std::path::Path, name: &str, version: &str) {
+    for flag in ["--help", "-h", "--version"] {
+        let mut command = crate::process::new_command(path);
+        command.arg(flag).env_clear().stdin(std::process::Stdio::piped());
+        let output = crate::process::run_with_deadline(command, std::time::Duration::from_secs(20))
+            .unwrap_or_else(|error| panic!("{name} {flag}: {error}"));
+        let context = format!("{name} {flag}: {output}");
+        assert!(output.status.success(), "{context}");
+        assert!(output.stderr.is_empty(), "{context}");
+        if flag == "--version" {
+            assert_eq!(output.stdout.trim(), format!("{name} {version}"), "{context}");
+        } else {
+            assert!(output.stdout.contains("usage:"), "{context}");
+            assert!(output.stdout.contains(name), "{context}");
+            assert!(output.stdout.contains("exit"), "the help gives the exit status: {context}");
+        }
+    }
+}

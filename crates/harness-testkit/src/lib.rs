@@ -27,7 +27,7 @@ mod script;
 mod server;
 mod session_scenario;
 
-pub use bins::workspace_binary;
+pub use bins::{assert_help_and_version, workspace_binary};
 pub use broker::{BrokerAnswer, BrokerCall, ScriptedBroker};
 pub use clis::{
     Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, require_node, tools_bin_dir, workspace_root,

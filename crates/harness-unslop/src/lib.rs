@@ -25,9 +25,10 @@ pub mod log;
 pub use checker::{Checker, Finding};
 pub use counts::{UnslopCounts, unslop_counts};
 pub use error::UnslopError;
+#[cfg(feature = "test-hooks")]
+pub use hook::PANIC_FOR_TEST;
 pub use hook::{
-    Hook, HookConfig, HookOutput, LISTS_ENV, MAX_PAYLOAD, NOTICE_HEADING, PANIC_FOR_TEST,
-    notice_text, run_hook,
+    Hook, HookConfig, HookOutput, LISTS_ENV, MAX_PAYLOAD, NOTICE_HEADING, notice_text, run_hook,
 };
 pub use lists::{Entry, LISTS_VERSION, Lists, MAX_ENTRIES, MAX_LISTS_BYTES, MAX_PATTERN_BYTES};
 pub use note::{

@@ -8,7 +8,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -188,31 +187,13 @@ const BROKEN_NEEDLE: &[u8] = br#""event":"broken_lists""#;
 
 /// Returns the current time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub(crate) fn rfc3339_now() -> String {
-    let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let seconds = since.as_secs();
-    let (days, of_day) = (seconds / 86_400, seconds % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60,
-        since.subsec_millis()
-    )
+    rfc3339(jiff::Timestamp::now())
 }
 
-/// Returns the proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+/// `at` in UTC with milliseconds, truncated (RFC 3339, as JavaScript's `toISOString` writes it).
+fn rfc3339(at: jiff::Timestamp) -> String {
+    let millis = jiff::Timestamp::from_millisecond(at.as_millisecond()).unwrap_or(at);
+    format!("{millis:.3}")
 }
 
 #[cfg(test)]
@@ -221,8 +202,11 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+        let at = |ms: i64| jiff::Timestamp::from_millisecond(ms).unwrap();
+        assert_eq!(rfc3339(at(0)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(at(1_767_225_600_123)), "2026-01-01T00:00:00.123Z");
+        let late = jiff::Timestamp::new(1_767_225_600, 999_999_999).unwrap();
+        assert_eq!(rfc3339(late), "2026-01-01T00:00:00.999Z");
         assert_eq!(rfc3339_now().len(), "2026-11-30T03:40:00.000Z".len());
     }
 }

@@ -1,3 +1,4 @@
+mod cli;
 mod garbage;
 mod protocol;
 mod real_claude;

@@ -40,7 +40,7 @@ fn events(log: &Path) -> Vec<Event> {
 
 #[test]
 fn garbage_payloads_exit_0_and_log_hook_failed_naming_why() {
-    let lists = workspace_root().join("fixtures/unslop/lists.json");
+    let lists = workspace_root().join("crates/harness-unslop/assets/lists.json");
     let deep = "[".repeat(100_000).into_bytes();
     let oversized = vec![b' '; (64 << 20) + 1];
     // Every hook reads the payload as JSON first.

@@ -1,7 +1,7 @@
 //! The unslop check inside the real CLIs (issue 5, item 7): Claude Code 2.1.296 with the Stop and
 //! UserPromptSubmit hooks in a settings.json written by serde_json, run as two `-p` invocations
 //! of one session (`--session-id`, then `--resume`); Pi 0.85.1 with
-//! `fixtures/pi/unslop-extension.mjs` by `-e`, one session continued across two runs.
+//! `crates/harness-adapters/assets/pi/unslop-extension.mjs` by `-e`, one session continued across two runs.
 //!
 //! For each: a reply with slop is logged `flagged` and the model's next request carries the
 //! correction notice; a clean reply is logged `checked` and nothing is injected; a broken
@@ -54,7 +54,7 @@ impl Session {
         let log = sandbox.root().join("run/unslop.jsonl");
         std::fs::create_dir(log.parent().unwrap()).unwrap();
         let lists = match lists {
-            ListsFile::Default => workspace_root().join("fixtures/unslop/lists.json"),
+            ListsFile::Default => workspace_root().join("crates/harness-unslop/assets/lists.json"),
             ListsFile::Broken => {
                 let path = sandbox.root().join("lists.json");
                 std::fs::write(&path, "{\"version\": 1, \"entries\": [").unwrap();
@@ -100,7 +100,8 @@ impl Session {
                 command.args([session_flag, SESSION]);
             }
             Cli::Pi => {
-                let extension = workspace_root().join("fixtures/pi/unslop-extension.mjs");
+                let extension =
+                    workspace_root().join("crates/harness-adapters/assets/pi/unslop-extension.mjs");
                 command
                     .env("MOSAIC_UNSLOP_BIN", unslop_binary())
                     .env("MOSAIC_UNSLOP_LISTS", &self.lists);

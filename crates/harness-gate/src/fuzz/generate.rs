@@ -79,6 +79,20 @@ const NAMES: &[&str] = &[
     "a b",
     "a\u{a0}b",
     "a\u{2003}b",
+    // Git metadata, which no write may reach.
+    ".git",
+    ".git",
+    "config",
+    // Characters Claude Code's Glob takes literally in its search base, and `..` in a name.
+    "l!nk",
+    "a(b)",
+    "x]",
+    "y}",
+    "b\\s",
+    "foo..bar",
+    // Names shaped like drive letters, which a file URL must not protect.
+    "C:",
+    "c|",
 ];
 
 /// Link targets that do not depend on the tree.
@@ -264,7 +278,7 @@ impl Tree {
         let tools: &[&str] = match harness {
             Harness::Pi => &["read", "read", "read", "write", "edit", "grep", "find", "find", "ls"],
             Harness::ClaudeCode => {
-                &["Read", "Read", "Read", "Write", "Edit", "Grep", "Glob", "Glob"]
+                &["Read", "Read", "Read", "Write", "Edit", "MultiEdit", "Grep", "Glob", "Glob"]
             }
         };
         if rng.chance(2) {
@@ -284,7 +298,7 @@ impl Tree {
             "read" | "write" | "edit" => {
                 input.insert("path".to_owned(), self.path_arg(harness, rng).into());
             }
-            "Read" | "Write" | "Edit" => {
+            "Read" | "Write" | "Edit" | "MultiEdit" => {
                 input.insert("file_path".to_owned(), self.path_arg(harness, rng).into());
             }
             _ => {
@@ -320,7 +334,18 @@ impl Tree {
         }
         let mut target = rng.pick(&self.nodes).clone();
         if rng.chance(25) {
-            let extra = *rng.pick(&["..", "../..", "../x", "./a", "new.txt", "..foo", "a/../.."]);
+            let extra = *rng.pick(&[
+                "..",
+                "../..",
+                "../x",
+                "./a",
+                "new.txt",
+                "..foo",
+                "a/../..",
+                ".git/config",
+                "x/../.git/hooks/pre-commit",
+                ".GIT/config",
+            ]);
             target = if target.is_empty() { extra.to_owned() } else { format!("{target}/{extra}") };
         }
         let root = self.root.display();
@@ -331,7 +356,8 @@ impl Tree {
             7 => format!("~/{}", relative("home", &target)),
             8 => format!("{}{}", "../".repeat(rng.below(5)), rng.pick(NAMES)),
             9 => format!("{}/{}", relative(&self.ws_rel, &target), rng.pick(NAMES)),
-            10 => file_url(&format!("{root}/{target}"), rng),
+            10 if rng.chance(50) => file_url(&format!("{root}/{target}"), rng),
+            10 => quirky_file_url(&format!("{root}/{target}"), rng),
             _ => format!("{}/../{}", relative(&self.ws_rel, &target), rng.pick(NAMES)),
         };
         if rng.chance(10) {
@@ -381,8 +407,20 @@ impl Tree {
             "a{b",
             "..*",
             "*.{txt,png}",
+            "*..*",
+            "**/..foo",
+            "foo..bar",
+            "{sub/**,a/**}",
+            "{a/**,..}",
+            ".{.,}/x",
+            "a!(b)/*",
+            "x]/*",
+            "y}/**",
         ];
         let tail = *rng.pick(TAILS);
+        if harness == Harness::ClaudeCode && rng.chance(20) {
+            return self.claude_glob_base(rng, tail);
+        }
         match rng.below(6) {
             0 => tail.to_owned(),
             1 => {
@@ -398,6 +436,21 @@ impl Tree {
             4 => self.path_arg(harness, rng),
             _ => format!("{}{tail}", "../".repeat(rng.below(3))),
         }
+    }
+}
+
+impl Tree {
+    /// An absolute pattern aimed at Claude Code's Glob base: a node, maybe a `..`, then white
+    /// space JavaScript's `trim` removes (or U+0085, which it keeps), then the tail.
+    fn claude_glob_base(&self, rng: &mut Rng, tail: &str) -> String {
+        const JS_SPACES: &[&str] =
+            &[" ", "\t", "\u{a0}", "\u{3000}", "\u{feff}", "\u{2028}", "\u{b}", "\u{85}", " \t"];
+        let root = self.root.display();
+        let target = rng.pick(&self.nodes);
+        let climb = *rng.pick(&["", "/..", "/../..", "/x/.."]);
+        let space = if rng.chance(80) { *rng.pick(JS_SPACES) } else { "" };
+        let tail = if rng.chance(20) { "" } else { tail };
+        format!("{root}/{target}{climb}{space}/{tail}")
     }
 }
 
@@ -431,6 +484,51 @@ fn file_url(path: &str, rng: &mut Rng) -> String {
         } else {
             url.push(c);
         }
+    }
+    url
+}
+
+/// A `file://` URL for `path` with the WHATWG quirks Node's parser applies: a segment shaped
+/// like a drive letter (`C:`, `c|`) in any position followed by climbs, percent-encoded dots,
+/// backslashes for slashes, a `localhost` host in other spellings, tabs and newlines the parser
+/// removes, trailing spaces it strips, a query or fragment it drops, `%00`.
+fn quirky_file_url(path: &str, rng: &mut Rng) -> String {
+    const DRIVES: &[&str] = &["C:", "c|", "Z|", "a:", "%43:", "C%7C"];
+    const DOTS: &[&str] = &["..", "%2e%2e", ".%2E", "%2E.", ".", "%2e"];
+    let mut segments: Vec<String> =
+        path.split('/').filter(|segment| !segment.is_empty()).map(str::to_owned).collect();
+    for _ in 0..=rng.below(3) {
+        let at = rng.below(segments.len() + 1);
+        let mut insert = Vec::new();
+        if rng.chance(60) {
+            insert.push((*rng.pick(DRIVES)).to_owned());
+        }
+        for _ in 0..rng.below(4) {
+            insert.push((*rng.pick(DOTS)).to_owned());
+        }
+        segments.splice(at..at, insert);
+    }
+    let host = *rng.pick(&["", "", "localhost", "LOCALHOST", "%6Cocalhost", "C:", "c|", "host"]);
+    let mut url = format!("file://{host}");
+    for segment in &segments {
+        url.push(if rng.chance(15) { '\\' } else { '/' });
+        url.push_str(segment);
+    }
+    if rng.chance(10) {
+        url.push('/');
+    }
+    if rng.chance(10) {
+        let at = 7 + rng.below(url.len() - 6);
+        if url.is_char_boundary(at) {
+            url.insert(at, *rng.pick(&['\t', '\n', '\r']));
+        }
+    }
+    match rng.below(12) {
+        0 => url.push_str("?q=/../.."),
+        1 => url.push_str("#/../.."),
+        2 => url.push_str("  "),
+        3 => url.push_str("%00"),
+        _ => {}
     }
     url
 }

@@ -225,7 +225,7 @@ pub fn run_calls(tree: &Tree, rng: &mut Rng, calls: u64) -> io::Result<Report> {
     let policy = |harness: Harness| {
         let tools: &[&str] = match harness {
             Harness::Pi => &["read", "write", "edit", "grep", "find", "ls"],
-            Harness::ClaudeCode => &["Read", "Write", "Edit", "Grep", "Glob"],
+            Harness::ClaudeCode => &["Read", "Write", "Edit", "MultiEdit", "Grep", "Glob"],
         };
         Policy::new(PolicyConfig {
             harness,

@@ -34,6 +34,8 @@ pub enum Open {
     Path(String),
     /// Something the oracle cannot bound (a `..` after a wildcard): any allow is an escape.
     Unbounded(String),
+    /// This absolute path, written or edited: it must lead inside and not into git metadata.
+    Write(String),
 }
 
 /// Every path the tool named by `tool` may open for `input`, under `harness`.
@@ -51,6 +53,9 @@ pub fn opens(harness: Harness, tool: &str, input: &Value, setting: &Setting) -> 
                 _ => ".",
             };
             let lexical = pi_opens(raw, &bases, setting, tool == "read", &mut out);
+            if matches!(tool, "write" | "edit") {
+                as_writes(&mut out);
+            }
             let pattern = match tool {
                 "grep" => field("glob"),
                 "find" => field("pattern"),
@@ -60,13 +65,16 @@ pub fn opens(harness: Harness, tool: &str, input: &Value, setting: &Setting) -> 
                 pattern_opens(pattern, &lexical, setting, &mut out);
             }
         }
-        (Harness::ClaudeCode, "Read" | "Write" | "Edit" | "Grep" | "Glob") => {
+        (Harness::ClaudeCode, "Read" | "Write" | "Edit" | "MultiEdit" | "Grep" | "Glob") => {
             let path_field = if matches!(tool, "Grep" | "Glob") { "path" } else { "file_path" };
             let raw = match field(path_field) {
                 Some(path) if !path.is_empty() => path,
                 _ => ".",
             };
             let lexical = claude_opens(raw, &bases, setting, tool == "Read", &mut out);
+            if matches!(tool, "Write" | "Edit" | "MultiEdit") {
+                as_writes(&mut out);
+            }
             let pattern = match tool {
                 "Grep" => field("glob"),
                 "Glob" => field("pattern"),
@@ -74,6 +82,9 @@ pub fn opens(harness: Harness, tool: &str, input: &Value, setting: &Setting) -> 
             };
             if let Some(pattern) = pattern {
                 pattern_opens(pattern, &lexical, setting, &mut out);
+            }
+            if let (Some(pattern), "Glob") = (field("pattern"), tool) {
+                claude_glob_opens(pattern, &mut out);
             }
         }
         _ => {}
@@ -185,6 +196,44 @@ fn claude_opens(
         }
     }
     lexical
+}
+
+/// Marks every path opened so far as written.
+fn as_writes(out: &mut [Open]) {
+    for open in out.iter_mut() {
+        if let Open::Path(path) = open {
+            *open = Open::Write(std::mem::take(path));
+        }
+    }
+}
+
+/// The directory Claude Code 2.1.296's Glob searches for an absolute pattern, written from its
+/// minified source (docs/gate.md) without the gate's code: the text before the first `*`, `?`,
+/// `[` or `{`, up to its last `/` (the parent directory when there is no such character),
+/// JavaScript-trimmed and folded by `path.normalize`. The untrimmed base, and the kernel's
+/// reading of a `..` in it, are added to be generous.
+fn claude_glob_opens(pattern: &str, out: &mut Vec<Open>) {
+    if !pattern.starts_with('/') || pattern.contains('\0') {
+        return;
+    }
+    let base = match pattern.find(['*', '?', '[', '{']) {
+        Some(first) => {
+            let before = &pattern[..first];
+            let cut = before.rfind('/').unwrap_or(0);
+            if cut == 0 { "/".to_owned() } else { before[..cut].to_owned() }
+        }
+        None => {
+            let trimmed = pattern.trim_end_matches('/');
+            let cut = trimmed.rfind('/').unwrap_or(0);
+            if cut == 0 { "/".to_owned() } else { trimmed[..cut].to_owned() }
+        }
+    };
+    for form in [base.as_str(), base.trim_matches(is_js_space)] {
+        push_open(out, Open::Path(lexical_resolve("/", form)));
+        if has_dot_dot(form) {
+            push_open(out, Open::Path(form.to_owned()));
+        }
+    }
 }
 
 /// JavaScript's `String.prototype.trim` set: WhiteSpace and LineTerminator.
@@ -404,7 +453,39 @@ pub fn check_open(open: &Open, setting: &Setting) -> Result<(), String> {
             Ok(Some(target)) => Err(format!("{path:?} leads to {target:?}, outside")),
             Err(reason) => Err(format!("{path:?}: {reason}")),
         },
+        Open::Write(path) => {
+            check_open(&Open::Path(path.clone()), setting)?;
+            let lexical = Path::new(path);
+            let target = kernel_target(lexical).ok().flatten();
+            let in_git = |path: &Path| {
+                let tail = path.strip_prefix(&setting.workspace_real).unwrap_or(path);
+                let tail = tail.strip_prefix(&setting.workspace).unwrap_or(tail);
+                tail.components().any(|part| part.as_os_str() == ".git")
+            };
+            // The workspace's `.git` may itself be a link to the metadata under another name.
+            let git_dir = setting.workspace_real.join(".git");
+            let linked_git = std::fs::symlink_metadata(&git_dir)
+                .is_ok_and(|meta| meta.file_type().is_symlink())
+                .then(|| git_dir.canonicalize().ok())
+                .flatten();
+            let into_linked =
+                |target: &Path| linked_git.as_ref().is_some_and(|git| target.starts_with(git));
+            match target {
+                Some(target) if in_git(&target) || into_linked(&target) => {
+                    Err(format!("{path:?} writes {target:?}, in git metadata"))
+                }
+                _ if in_git(&lexical_fold(lexical)) => {
+                    Err(format!("{path:?} writes into git metadata"))
+                }
+                _ => Ok(()),
+            }
+        }
     }
+}
+
+/// `path` with `.` and `..` folded as text.
+fn lexical_fold(path: &Path) -> PathBuf {
+    PathBuf::from(lexical_resolve("/", &path.to_string_lossy()))
 }
 
 #[cfg(test)]

@@ -230,12 +230,15 @@ fn typed_tools_pass_under_their_harness_names() {
     check(BASIC, r#"pi mcp__mosaic__list_tasks {}"#, "block tool-not-allowed");
 }
 
+/// A policy that lists a built-in the gate has no path table for (one this version's bundle cannot
+/// grant) gets it blocked: what such a tool opens is unknown, so guessing at its fields would be
+/// a path check on a model of the tool.
 #[test]
-fn a_listed_tool_the_gate_does_not_know_gets_its_path_fields_checked() {
-    check(BASIC, r#"pi frobnicate {"target_path":"$ROOT/secret"}"#, "block outside-workspace");
-    check(BASIC, r#"claude Frobnicate {"notebookPath":"../secret"}"#, "block outside-workspace");
-    check(BASIC, r#"claude Frobnicate {"url":"$ROOT/secret"}"#, "allow");
-    check(BASIC, r#"claude Frobnicate {"path":"a.txt"}"#, "allow");
+fn a_listed_tool_the_gate_does_not_know_is_blocked_whatever_its_fields() {
+    check(BASIC, r#"pi frobnicate {"target_path":"$ROOT/secret"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude Frobnicate {"notebookPath":"../secret"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude Frobnicate {"url":"$ROOT/secret"}"#, "block tool-not-allowed");
+    check(BASIC, r#"claude Frobnicate {"path":"a.txt"}"#, "block tool-not-allowed");
 }
 
 #[test]
@@ -399,4 +402,148 @@ fn nel_after_claude_path_survives_javascript_trim() {
     // new name beside the link, outside, while the path trimmed the Rust way leads inside.
     let tree = "ws/a.txt\nout/link -> ../ws";
     check(tree, r#"claude Write {"file_path":" $ROOT/out/link\u0085"}"#, "block outside-workspace");
+}
+
+#[test]
+fn file_url_drive_letter_after_first_segment_climbs_out() {
+    // WHATWG keeps a drive-letter segment (`C|`, `C:`) only in first position; Node's
+    // fileURLToPath lets `..` remove it anywhere else, so these lead to $ROOT/secret.
+    check(BASIC, r#"pi read {"path":"file://$WS/C|/../../secret"}"#, "block outside-workspace");
+    check(
+        BASIC,
+        r#"pi write {"path":"file://$WS/sub/z:/../../../new"}"#,
+        "block outside-workspace",
+    );
+    check(
+        BASIC,
+        r#"pi ls {"path":"file://localhost$WS/C|\\..\\%2e%2E"}"#,
+        "block outside-workspace",
+    );
+    // In first position the letter stays: `/C:/x` is a name under `/`, outside all the same.
+    check(BASIC, r#"pi read {"path":"file:///C|/../secret"}"#, "block outside-workspace");
+}
+
+#[test]
+fn file_url_percent_nul_is_refused() {
+    check(BASIC, r#"pi read {"path":"file://$WS/a.txt%00"}"#, "block bad-path");
+}
+
+#[test]
+fn claude_glob_base_with_trailing_javascript_space_trims_to_dotdot() {
+    // Claude Code searches `trim("$WS/..<space>")` = $WS/.. = $ROOT, where the secret lists.
+    for space in ["\u{a0}", "\t", " ", "\u{3000}", "\u{feff}", "\u{2028}", "\u{1680}", "\u{b}"] {
+        let call = format!(r#"claude Glob {{"pattern":"$WS/..{space}/*"}}"#).replace('\t', "\\t");
+        let call = call.replace('\u{b}', "\\u000b");
+        check(BASIC, &call, "block outside-workspace");
+    }
+    // Only the ends are trimmed: the last `..` climbs from $WS once its U+3000 is gone.
+    check(
+        BASIC,
+        "claude Glob {\"pattern\":\"$WS/sub/../..\u{3000}/*.txt\"}",
+        "block outside-workspace",
+    );
+}
+
+#[test]
+fn claude_glob_base_trims_to_a_link_out() {
+    check(
+        BASIC,
+        "claude Glob {\"pattern\":\"$WS/out_dir\u{a0}/*.txt\"}",
+        "block outside-workspace",
+    );
+    // Without a wildcard the base is the dirname: `out_dir \u{3000}` trimmed.
+    check(
+        BASIC,
+        "claude Glob {\"pattern\":\"$WS/out_dir \u{3000}/c.txt\"}",
+        "block outside-workspace",
+    );
+    check(BASIC, "claude Glob {\"pattern\":\"$WS/out_dir \"}", "allow");
+}
+
+#[test]
+fn claude_glob_base_holds_characters_that_are_literal_to_claude() {
+    // `! ( ) ] } \` are not where Claude Code cuts the base: `$WS/l!nk` is the directory searched.
+    for name in ["l!nk", "a(b", "a)b", "a]b", "a}b", "a\\\\b"] {
+        let tree =
+            format!("ws/a.txt\noutside/c.txt\nws/{} -> ../outside", name.replace("\\\\", "\\"));
+        check(
+            &tree,
+            &format!(r#"claude Glob {{"pattern":"$WS/{name}/*"}}"#),
+            "block outside-workspace",
+        );
+    }
+}
+
+#[test]
+fn claude_glob_absolute_patterns_inside_stay_allowed() {
+    check(BASIC, r#"claude Glob {"pattern":"$WS/sub/**/*.txt"}"#, "allow");
+    check(BASIC, r#"claude Glob {"pattern":"$WS/sub/b.txt"}"#, "allow");
+    check("ws/a(b)/x", r#"claude Glob {"pattern":"$WS/a(b)/*"}"#, "allow");
+}
+
+#[test]
+fn dotdot_inside_a_name_is_not_a_climb() {
+    check(BASIC, r#"pi find {"pattern":"*..*"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"**/..foo"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"foo..bar"}"#, "allow");
+    check(BASIC, r#"pi grep {"pattern":"x","glob":"*..*"}"#, "allow");
+    check(BASIC, r#"claude Glob {"pattern":"**/..foo"}"#, "allow");
+    check(BASIC, r#"claude Grep {"pattern":"x","glob":"foo..bar"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"**/../secret"}"#, "block bad-pattern");
+}
+
+#[test]
+fn brace_group_used_as_a_filter_is_allowed() {
+    check(BASIC, r#"pi grep {"pattern":"x","glob":"{sub/**,docs/**}"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"{sub/**,docs/**}"}"#, "allow");
+    check(BASIC, r#"claude Grep {"pattern":"x","glob":"{sub/**,docs/**}"}"#, "allow");
+    check(BASIC, r#"claude Glob {"pattern":"{sub/**,docs/**}"}"#, "allow");
+    check(BASIC, r#"pi find {"pattern":"{sub/..,x}/*"}"#, "block bad-pattern");
+    check(BASIC, r#"pi find {"pattern":"*/.{.,}/secret"}"#, "block bad-pattern");
+    check(BASIC, r#"pi find {"pattern":"{out_dir/**,sub/**}"}"#, "block outside-workspace");
+}
+
+/// A workspace that is a git checkout.
+const GIT: &str = "
+    ws/a.txt
+    ws/.git/config
+    ws/.git/hooks/
+    ws/g -> .git
+    ws/sub/
+";
+
+#[test]
+fn pi_write_into_git_metadata_is_refused() {
+    check(GIT, r#"pi write {"path":".git/config","content":"x"}"#, "block git-metadata");
+    check(GIT, r#"pi write {"path":".git/hooks/pre-commit"}"#, "block git-metadata");
+    check(GIT, r#"pi edit {"path":"./sub/../.git/config"}"#, "block git-metadata");
+    check(GIT, r#"pi write {"path":"g/hooks/post-checkout"}"#, "block git-metadata");
+    check(GIT, r#"pi write {"path":"file://$WS/sub/%2e%2e/.git/config"}"#, "block git-metadata");
+    check(GIT, r#"pi write {"path":"sub/.git/config"}"#, "block git-metadata");
+    check(GIT, r#"pi read {"path":".git/config"}"#, "allow");
+    // Linux names are case-sensitive and git opens `.git` exactly: `.GIT` is a plain name.
+    check(GIT, r#"pi write {"path":".GIT/config"}"#, "allow");
+    check(GIT, r#"pi write {"path":".gitignore"}"#, "allow");
+}
+
+#[test]
+fn claude_write_into_git_metadata_is_refused() {
+    check(GIT, r#"claude Write {"file_path":"$WS/.git/config"}"#, "block git-metadata");
+    check(GIT, r#"claude Edit {"file_path":"$WS/g/config"}"#, "block git-metadata");
+    check(GIT, r#"claude MultiEdit {"file_path":" $WS/sub/../.git/config"}"#, "block git-metadata");
+    check(GIT, r#"claude NotebookEdit {"notebook_path":"$WS/.git/n.ipynb"}"#, "block git-metadata");
+    check(GIT, r#"claude Read {"file_path":"$WS/.git/config"}"#, "allow");
+    check(GIT, r#"claude Write {"file_path":"$WS/.gitattributes"}"#, "allow");
+}
+
+#[test]
+fn write_into_a_git_dir_under_another_name_is_refused() {
+    // `.git` a link to `gitdata`, or a `gitdir:` file naming it: gitdata is the metadata.
+    let linked = "ws/gitdata/config\nws/.git -> gitdata";
+    check(linked, r#"pi write {"path":"gitdata/config"}"#, "block git-metadata");
+    let pointed = "ws/gitdata/config\nws/.git";
+    let built = super::tree::Tree::build(pointed);
+    std::fs::write(built.root.join("ws/.git"), b"gitdir: gitdata\n").unwrap();
+    assert_eq!(built.decide(r#"pi write {"path":"gitdata/config"}"#), "block git-metadata");
+    assert_eq!(built.decide(r#"pi write {"path":"gitdata2/config"}"#), "allow");
 }

@@ -38,6 +38,7 @@ fn no_allowed_call_escapes_in_twenty_thousand() {
         "climbs-out-of-absent",
         "through-proc",
         "tool-not-allowed",
+        "git-metadata",
     ] {
         assert!(report.blocked.get(rule).is_some_and(|count| *count > 0), "no {rule}:\n{report}");
     }

@@ -58,7 +58,16 @@ impl Tree {
                 vec!["list_tasks", "end_run"],
             ),
             Harness::ClaudeCode => (
-                vec!["Read", "Write", "Edit", "Grep", "Glob", "Frobnicate"],
+                vec![
+                    "Read",
+                    "Write",
+                    "Edit",
+                    "MultiEdit",
+                    "NotebookEdit",
+                    "Grep",
+                    "Glob",
+                    "Frobnicate",
+                ],
                 vec!["list_tasks", "end_run"],
             ),
         };
