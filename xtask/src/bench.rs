@@ -124,7 +124,13 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
         ));
     }
 
-    let table = summary(&rows);
+    let table = format!(
+        "## Summary\n\n\
+         The last `cargo xtask bench` run, one row per figure with a target; each section below has \
+         the details, p90s and what was measured. Medians; ratios are median over the floor's \
+         median measured in the same run.\n\n{}",
+        Row::table(&rows)
+    );
     println!("{table}");
     let missed: Vec<&str> = rows.iter().filter(|row| !row.met).map(|row| &*row.label).collect();
     match missed.as_slice() {
@@ -167,26 +173,6 @@ fn criterion_median_us(dir: &Path) -> Result<f64> {
     let estimates: serde_json::Value = serde_json::from_str(&text)?;
     let ns = estimates["median"]["point_estimate"].as_f64();
     Ok(ns.with_context(|| format!("{} has no median", path.display()))? / 1e3)
-}
-
-/// The summary of one run: one table of every benchmark's median, floor, ratio and target.
-fn summary(rows: &[Row]) -> String {
-    let mut out = String::from(
-        "## Summary\n\n\
-         The last `cargo xtask bench` run, one row per figure with a target; each section below has \
-         the details, p90s and what was measured. Medians; ratios are median over the floor's \
-         median measured in the same run.\n\n\
-         | section | benchmark | median | floor / reference | ratio | target | result |\n\
-         | --- | --- | ---: | --- | ---: | --- | --- |\n",
-    );
-    for row in rows {
-        let verdict = if row.met { "pass" } else { "**MISSED**" };
-        let Row { section, label, median, reference, ratio, target, .. } = row;
-        out += &format!(
-            "| {section} | {label} | {median} | {reference} | {ratio} | {target} | {verdict} |\n"
-        );
-    }
-    out
 }
 
 /// Puts `body` between the markers of block `name` in `doc`, appending the block if it is new.
@@ -240,15 +226,5 @@ mod tests {
         assert!(doc.contains("<!-- bench:a:start -->\nnew\n<!-- bench:a:end -->"), "{doc}");
         assert!(doc.starts_with("# P\n") && doc.contains("kept") && !doc.contains("old"), "{doc}");
         assert!(replace_block("<!-- bench:a:start -->", "a", "x").is_err());
-    }
-
-    #[test]
-    fn rows_make_one_table() {
-        let row = Row::ratio(("gate", "hook"), Unit::Ms, 1.2, ("floor", 1.0), 1.3);
-        let table = summary(&[row]);
-        assert!(
-            table
-                .ends_with("| gate | hook | 1.200 ms | floor 1.000 ms | 1.20× | ≤ 1.3× | pass |\n")
-        );
     }
 }

@@ -11,34 +11,26 @@ use anyhow::{Context as _, Result};
 use crate::cargo::Cargo;
 use crate::{process, setup, verify_pi};
 
-/// One step of the test command.
-struct Step {
-    name: &'static str,
-    run: fn(&Path) -> Result<()>,
-}
+/// A step of the test command.
+type Step = fn(&Path) -> Result<()>;
 
 /// The steps, in the order they run.
-const STEPS: &[Step] = &[
-    Step { name: "setup", run: |root| setup::run(root).map(|_tools| ()) },
-    Step { name: "fmt", run: fmt },
-    Step { name: "clippy", run: clippy },
-    Step { name: "verify-pi", run: verify_pi::run },
-    Step { name: "test", run: test },
+const STEPS: [(&str, Step); 5] = [
+    ("setup", |root| setup::run(root).map(|_tools| ())),
+    ("fmt", fmt),
+    ("clippy", clippy),
+    ("verify-pi", verify_pi::run),
+    ("test", test),
 ];
 
 pub(crate) fn run(root: &Path) -> Result<()> {
     let started = Instant::now();
-    for (number, step) in STEPS.iter().enumerate() {
-        eprintln!("ci: [{}/{}] {} ...", number + 1, STEPS.len(), step.name);
+    for (number, (name, step)) in STEPS.iter().enumerate() {
+        let at = format!("ci: [{}/{}] {name}", number + 1, STEPS.len());
+        eprintln!("{at} ...");
         let step_started = Instant::now();
-        (step.run)(root).with_context(|| format!("ci step `{}` failed", step.name))?;
-        eprintln!(
-            "ci: [{}/{}] {} passed in {:.1} s",
-            number + 1,
-            STEPS.len(),
-            step.name,
-            step_started.elapsed().as_secs_f64()
-        );
+        step(root).with_context(|| format!("ci step `{name}` failed"))?;
+        eprintln!("{at} passed in {:.1} s", step_started.elapsed().as_secs_f64());
     }
     eprintln!("ci: all {} steps passed in {:.1} s", STEPS.len(), started.elapsed().as_secs_f64());
     Ok(())

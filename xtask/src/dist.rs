@@ -37,9 +37,9 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Copies every file of `from` to its place in `to`; returns how many.
-pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize> {
-    let mut pairs: Vec<(PathBuf, PathBuf, u32)> = vec![
+/// Returns every file of the layout: (source in `from`, destination in `to`, mode).
+fn files(from: &InstallLayout, to: &InstallLayout) -> Vec<(PathBuf, PathBuf, u32)> {
+    let mut files: Vec<(PathBuf, PathBuf, u32)> = vec![
         (from.gate.clone(), to.gate.clone(), 0o755),
         (from.mcp.clone(), to.mcp.clone(), 0o755),
         (from.unslop.clone(), to.unslop.clone(), 0o755),
@@ -48,23 +48,30 @@ pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize>
         (from.unslop_lists.clone(), to.unslop_lists.clone(), 0o644),
     ];
     if let (Some(from_bin), Some(to_bin)) = (from.gate.parent(), to.gate.parent()) {
-        pairs.push((from_bin.join("harness"), to_bin.join("harness"), 0o755));
+        files.push((from_bin.join("harness"), to_bin.join("harness"), 0o755));
     }
     for script in ["pi.sh", "claude-code.sh"] {
-        pairs.push((from.adapters.join(script), to.adapters.join(script), 0o644));
+        files.push((from.adapters.join(script), to.adapters.join(script), 0o644));
     }
-    let missing: Vec<String> = pairs
+    files
+}
+
+/// Copies every file of `from` to its place in `to` and returns how many, or, when any is
+/// missing, copies nothing and names every missing one.
+pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize> {
+    let files = files(from, to);
+    let missing: Vec<String> = files
         .iter()
-        .filter(|(source, _, _)| !source.is_file())
-        .map(|(source, _, _)| source.display().to_string())
+        .filter(|(source, ..)| !source.is_file())
+        .map(|(source, ..)| source.display().to_string())
         .collect();
     if !missing.is_empty() {
         bail!("nothing installed: these files are missing:\n  {}", missing.join("\n  "));
     }
-    for (source, target, mode) in &pairs {
+    for (source, target, mode) in &files {
         copy_into_place(source, target, *mode)?;
     }
-    Ok(pairs.len())
+    Ok(files.len())
 }
 
 fn copy_into_place(source: &Path, target: &Path, mode: u32) -> Result<()> {
@@ -85,34 +92,31 @@ mod tests {
 
     use super::*;
 
+    /// Writes every source file of `from` but those whose path ends with one of `except`.
+    fn sources(from: &InstallLayout, except: &[&str]) -> usize {
+        let files = files(from, &InstallLayout::under(Path::new("/unused")));
+        let written =
+            files.iter().filter(|(source, ..)| !except.iter().any(|e| source.ends_with(e)));
+        written
+            .enumerate()
+            .map(|(index, (source, ..))| {
+                std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+                std::fs::write(source, format!("file {index}")).unwrap();
+            })
+            .count()
+    }
+
     #[test]
     fn install_copies_every_file_with_its_mode() {
         let dir = tempfile::tempdir().unwrap();
         let from = InstallLayout::under(&dir.path().join("from"));
         let to = InstallLayout::under(&dir.path().join("to"));
-        let extra = from.gate.parent().unwrap().join("harness");
-        let scripts = [from.adapters.join("pi.sh"), from.adapters.join("claude-code.sh")];
-        let sources = [
-            &from.gate,
-            &from.mcp,
-            &from.unslop,
-            &from.pi_extension,
-            &from.pi_unslop_extension,
-            &from.unslop_lists,
-            &extra,
-            &scripts[0],
-            &scripts[1],
-        ];
-        for (index, path) in sources.iter().enumerate() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, format!("file {index}")).unwrap();
-        }
-        assert_eq!(install(&from, &to).unwrap(), 9);
+        let count = sources(&from, &[]);
+        assert_eq!(install(&from, &to).unwrap(), count);
         // Installing again replaces the files in place.
-        assert_eq!(install(&from, &to).unwrap(), 9);
+        assert_eq!(install(&from, &to).unwrap(), count);
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&to.gate), 0o755);
-        assert_eq!(mode(&to.adapters.join("pi.sh")), 0o644);
+        assert_eq!((mode(&to.gate), mode(&to.adapters.join("pi.sh"))), (0o755, 0o644));
         assert_eq!(std::fs::read_to_string(&to.unslop_lists).unwrap(), "file 5");
         let leftovers: Vec<_> = std::fs::read_dir(to.gate.parent().unwrap())
             .unwrap()
@@ -126,15 +130,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let from = InstallLayout::under(&dir.path().join("from"));
         let to = InstallLayout::under(&dir.path().join("to"));
-        // Every asset is there, and the mcp server, but not the gate nor `harness`.
-        for path in [&from.mcp, &from.unslop, &from.pi_extension, &from.pi_unslop_extension]
-            .into_iter()
-            .chain([&from.unslop_lists, &from.adapters.join("pi.sh")])
-            .chain([&from.adapters.join("claude-code.sh")])
-        {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "file").unwrap();
-        }
+        sources(&from, &["bin/harness-gate", "bin/harness"]);
         let error = install(&from, &to).unwrap_err().to_string();
         let named = |end: &str| error.lines().any(|line| line.trim().ends_with(end));
         assert!(named("bin/harness-gate") && named("bin/harness"), "{error}");

@@ -26,24 +26,18 @@ pub(crate) fn command(program: impl AsRef<OsStr>) -> Command {
 
 /// Returns the command line of `cmd` as a shell would read it, plus its directory if it has one.
 pub(crate) fn display(cmd: &Command) -> String {
-    let word = |word: &OsStr| {
+    let quote = |word: &OsStr| {
         let word = word.to_string_lossy();
         let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c);
-        if !word.is_empty() && word.chars().all(plain) {
-            word.into_owned()
-        } else {
-            format!("'{}'", word.replace('\'', r"'\''"))
+        match !word.is_empty() && word.chars().all(plain) {
+            true => word.into_owned(),
+            false => format!("'{}'", word.replace('\'', r"'\''")),
         }
     };
-    let mut out = word(cmd.get_program());
-    for arg in cmd.get_args() {
-        out.push(' ');
-        out.push_str(&word(arg));
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        out.push_str(&format!(" (in {})", dir.display()));
-    }
-    out
+    let words: Vec<String> =
+        std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(quote).collect();
+    let dir = cmd.get_current_dir().map(|dir| format!(" (in {})", dir.display()));
+    words.join(" ") + &dir.unwrap_or_default()
 }
 
 /// Runs `cmd` with its stdout and stderr going to ours; fails naming it unless it exits 0.

@@ -145,6 +145,24 @@ impl Row {
     }
 }
 
+impl Row {
+    /// Returns `rows` as one Markdown table, a missed target in bold.
+    pub fn table(rows: &[Row]) -> String {
+        let mut out = String::from(
+            "| section | benchmark | median | floor / reference | ratio | target | result |\n\
+             | --- | --- | ---: | --- | ---: | --- | --- |\n",
+        );
+        for row in rows {
+            let verdict = if row.met { "pass" } else { "**MISSED**" };
+            let Row { section, label, median, reference, ratio, target, .. } = row;
+            out += &format!(
+                "| {section} | {label} | {median} | {reference} | {ratio} | {target} | {verdict} |\n"
+            );
+        }
+        out
+    }
+}
+
 /// One line: `bench-row`, then the fields, tab-separated (a field holds no tab or newline).
 impl fmt::Display for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -176,6 +194,11 @@ mod tests {
         for row in [hook, rss, call] {
             assert_eq!(Row::parse(&row.to_string()), Some(row));
         }
+        let table = Row::table(&[Row::ratio(("gate", "hook"), Unit::Ms, 1.2, ("floor", 1.0), 1.3)]);
+        assert!(
+            table
+                .ends_with("| gate | hook | 1.200 ms | floor 1.000 ms | 1.20× | ≤ 1.3× | pass |\n")
+        );
         assert_eq!(Row::parse("bench-row\ta\tb"), None);
         assert_eq!(Row::parse("| a |"), None);
     }
