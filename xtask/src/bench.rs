@@ -87,14 +87,10 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
             cmd.env(RUNS_ENV, runs);
         }
         let stdout = process::stdout_of(&mut cmd)?;
-        let (mut found, mut report) = (Vec::new(), Vec::new());
-        for line in stdout.lines() {
-            match Row::parse(line) {
-                Some(row) => found.push(row),
-                None => report.push(line),
-            }
-        }
-        let mut report = report.join("\n");
+        let (found, report): (Vec<&str>, Vec<&str>) =
+            stdout.lines().partition(|line| Row::parse(line).is_some());
+        let (mut found, mut report): (Vec<Row>, _) =
+            (found.into_iter().filter_map(Row::parse).collect(), report.join("\n"));
         match name {
             "decide" => {
                 let median = criterion_median_us(&criterion.path().join("decide/read_inside"))?;
@@ -133,12 +129,8 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     );
     println!("{table}");
     let missed: Vec<&str> = rows.iter().filter(|row| !row.met).map(|row| &*row.label).collect();
-    match missed.as_slice() {
-        [] => eprintln!("bench: every target met"),
-        _ => {
-            eprintln!("bench: MISSED: {} (recorded as measured, not a failure)", missed.join("; "))
-        }
-    }
+    let missed = if missed.is_empty() { "none".to_owned() } else { missed.join("; ") };
+    eprintln!("bench: targets missed: {missed} (recorded as measured, not a failure)");
     let path = root.join(DOC);
     let mut doc = match only {
         Some(_) => {

@@ -145,13 +145,9 @@ pub(crate) fn run(root: &Path) -> Result<Tools> {
     }
 
     let fd = || find_program("fd", &tools.bin).or_else(|| find_program("fdfind", &tools.bin));
-    let mut missing = Vec::new();
-    if find_program("rg", &tools.bin).is_none() {
-        missing.push("ripgrep");
-    }
-    if fd().is_none() {
-        missing.push("fd-find");
-    }
+    let found = [("ripgrep", find_program("rg", &tools.bin)), ("fd-find", fd())];
+    let missing: Vec<&str> =
+        found.iter().filter(|(_, path)| path.is_none()).map(|(package, _)| *package).collect();
     let mut apt = Apt::default();
     apt.install(&missing)?;
 
@@ -166,16 +162,10 @@ pub(crate) fn run(root: &Path) -> Result<Tools> {
                 }
             };
             // An interrupted install must not look finished to the next run.
-            match fs::remove_file(&stamp) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err)?,
-                _ => {}
+            if stamp.exists() {
+                fs::remove_file(&stamp).context("cannot remove the stamp")?;
             }
-            eprintln!(
-                "setup: npm ci (Pi {}, Claude Code {}) in {} ...",
-                PI.1,
-                CLAUDE.1,
-                dot.display()
-            );
+            eprintln!("setup: npm ci (Pi {}, Claude Code {}) ...", PI.1, CLAUDE.1);
             let mut npm_ci = process::command(&npm);
             npm_ci
                 .args(["ci", "--no-audit", "--no-fund"])
