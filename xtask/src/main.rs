@@ -41,7 +41,8 @@ commands:
   fuzz       random trees and calls for both harnesses against the kernel's resolution; fails on
              any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
   verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
-             file hashes, Pi's own functions on a generated corpus, and NFD for every scalar
+             file hashes, Pi's and Node's own functions on a generated corpus (100,000 file
+             URLs among it), and NFD and JavaScript white space for every scalar
   help       this text";
 
 fn main() -> ExitCode {
