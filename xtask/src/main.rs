@@ -89,30 +89,3 @@ fn workspace_root() -> Result<PathBuf> {
     }
     Ok(root.to_path_buf())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::USAGE;
-
-    /// The usage text names every subcommand the dispatcher in `run` accepts, each at the start
-    /// of a line of its command list.
-    #[test]
-    fn usage_names_every_subcommand() {
-        let source = include_str!("main.rs");
-        let dispatcher =
-            &source[source.find("fn run()").unwrap()..source.find("fn workspace_root").unwrap()];
-        let mut names: Vec<&str> = Vec::new();
-        for arm in dispatcher.lines().map(str::trim).filter(|line| line.starts_with('[')) {
-            for name in arm.split('"').skip(1).step_by(2) {
-                names.push(name);
-            }
-        }
-        assert!(names.contains(&"bench") && names.contains(&"dist"), "{names:?}");
-        for name in names.iter().filter(|name| !name.starts_with('-')) {
-            assert!(
-                USAGE.lines().any(|line| line.trim_start().split(' ').next() == Some(name)),
-                "the usage text does not describe `{name}`"
-            );
-        }
-    }
-}

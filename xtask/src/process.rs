@@ -1,13 +1,12 @@
 //! Starting the build's tools: the one place in xtask that spawns, with errors that name the command.
 //!
 //! Children stay in xtask's process group on purpose, so that Ctrl-C in a terminal stops them with
-//! xtask; a child that outlives its deadline is killed and its pipes are abandoned rather than waited
-//! for, so a grandchild that keeps them open cannot hang xtask.
+//! xtask; a captured child that outlives its deadline is killed.
 
 use std::ffi::OsStr;
-use std::io::Read;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -80,56 +79,36 @@ impl Captured {
 /// Runs `cmd` with stdout and stderr captured and kills it after `timeout`.
 ///
 /// Fails naming the command, its exit status and the tail of its stderr unless it exits 0.
+/// The output goes to temporary files, not pipes, so that neither can fill up and block it, and a
+/// grandchild that keeps them open cannot hang xtask.
 pub(crate) fn run_captured(cmd: &mut Command, timeout: Duration) -> Result<Captured> {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let files = (tempfile::tempfile()?, tempfile::tempfile()?);
+    cmd.stdout(files.0.try_clone()?).stderr(files.1.try_clone()?);
     let mut child = cmd.spawn().with_context(|| format!("cannot start `{}`", display(cmd)))?;
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-
     let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(2);
-    let status: ExitStatus = loop {
-        if let Some(status) =
-            child.try_wait().with_context(|| format!("cannot wait for `{}`", display(cmd)))?
-        {
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
             break status;
         }
         if Instant::now() >= deadline {
-            // An error here means it exited meanwhile; the wait below reports either way.
+            // An error here means it exited meanwhile; either way it is gone.
             let _ = child.kill();
             let _ = child.wait();
-            bail!(
-                "`{}` did not finish within {} s and was killed",
-                display(cmd),
-                timeout.as_secs()
-            );
+            bail!("`{}` did not finish within {timeout:?} and was killed", display(cmd));
         }
-        thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
+        thread::sleep(Duration::from_millis(20));
     };
-
-    // The child has exited; its pipes close unless a grandchild holds them, so wait a little only.
-    let grace = Duration::from_secs(5);
-    let stdout = stdout.recv_timeout(grace).unwrap_or_default();
-    let stderr = stderr.recv_timeout(grace).unwrap_or_default();
+    let read = |mut file: &File| -> Result<String> {
+        let mut bytes = Vec::new();
+        file.seek(SeekFrom::Start(0))?;
+        file.read_to_end(&mut bytes)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let (stdout, stderr) = (read(&files.0)?, read(&files.1)?);
     if !status.success() {
         bail!("`{}` failed with {status}{}", display(cmd), tail(&stderr, &stdout));
     }
     Ok(Captured { stdout, stderr })
-}
-
-/// Reads a pipe to its end on a thread of its own, so that neither pipe can fill up and block.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<String> {
-    let (sender, receiver) = mpsc::channel();
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            // A read error leaves what was read so far, which is all a message can use.
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        let _ = sender.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    receiver
 }
 
 /// Returns the last lines of `stderr` (of `stdout` when stderr is blank) for an error message.
@@ -142,4 +121,21 @@ fn tail(stderr: &str, stdout: &str) -> String {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let start = lines.len().saturating_sub(TAIL_LINES);
     format!("; last lines of its {name}:\n    {}", lines[start..].join("\n    "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_and_deadlines_name_the_command() {
+        let mut failing = command("/bin/sh");
+        failing.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let error = run_captured(&mut failing, Duration::from_secs(30)).unwrap_err().to_string();
+        assert!(error.contains("exit status: 3") && error.ends_with("stderr:\n    err"), "{error}");
+        let mut slow = command("/bin/sleep");
+        slow.arg("5");
+        let error = run_captured(&mut slow, Duration::from_millis(100)).unwrap_err().to_string();
+        assert!(error.starts_with("`/bin/sleep 5` did not finish") && error.contains("killed"));
+    }
 }

@@ -148,8 +148,7 @@ pub(crate) fn run(root: &Path) -> Result<Tools> {
     let found = [("ripgrep", find_program("rg", &tools.bin)), ("fd-find", fd())];
     let missing: Vec<&str> =
         found.iter().filter(|(_, path)| path.is_none()).map(|(package, _)| *package).collect();
-    let mut apt = Apt::default();
-    apt.install(&missing)?;
+    apt_install(&missing)?;
 
     let versions = match versions {
         Some(found) => found,
@@ -157,7 +156,7 @@ pub(crate) fn run(root: &Path) -> Result<Tools> {
             let npm = match find_program("npm", &tools.bin) {
                 Some(npm) => npm,
                 None => {
-                    apt.install(&["nodejs", "npm"])?;
+                    apt_install(&["nodejs", "npm"])?;
                     find_program("npm", &tools.bin).context("npm is still missing after apt")?
                 }
             };
@@ -245,42 +244,28 @@ fn find_program(name: &str, ours: &Path) -> Option<PathBuf> {
         })
 }
 
-/// Installs Debian packages, running `apt-get update` once first; as root, or through `sudo -n`.
-#[derive(Debug, Default)]
-struct Apt {
-    updated: bool,
-}
-
-impl Apt {
-    fn install(&mut self, packages: &[&str]) -> Result<()> {
-        if packages.is_empty() {
-            return Ok(());
-        }
-        let failed = || format!("cannot install the Debian packages {}", packages.join(" "));
-        let apt_get =
-            ["/usr/bin/apt-get", "/bin/apt-get"].into_iter().find(|p| Path::new(p).is_file());
-        let apt_get = apt_get.with_context(|| format!("{}: apt-get is missing", failed()))?;
-        // The owner of /proc/self is this process's effective user.
-        let root = fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
-        let apt = |args: &[&str]| {
-            let mut cmd = process::command(if root { apt_get } else { "/usr/bin/sudo" });
-            if !root {
-                cmd.args(["-n", apt_get]);
-            }
-            cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-            cmd
-        };
-        if !self.updated {
-            eprintln!("setup: apt-get update ...");
-            process::run_captured(&mut apt(&["update"]), INSTALL_TIMEOUT).with_context(failed)?;
-            self.updated = true;
-        }
-        let mut args = vec!["install", "-y", "--no-install-recommends"];
-        args.extend(packages);
-        eprintln!("setup: apt-get {} ...", args.join(" "));
-        process::run_captured(&mut apt(&args), INSTALL_TIMEOUT).with_context(failed)?;
-        Ok(())
+/// Installs Debian packages after an `apt-get update`; as root, or through `sudo -n`.
+fn apt_install(packages: &[&str]) -> Result<()> {
+    if packages.is_empty() {
+        return Ok(());
     }
+    let failed = || format!("cannot install the Debian packages {}", packages.join(" "));
+    let apt_get = ["/usr/bin/apt-get", "/bin/apt-get"].into_iter().find(|p| Path::new(p).is_file());
+    let apt_get = apt_get.with_context(|| format!("{}: apt-get is missing", failed()))?;
+    // The owner of /proc/self is this process's effective user.
+    let root = fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
+    let mut install = vec!["install", "-y", "--no-install-recommends"];
+    install.extend(packages);
+    for args in [vec!["update"], install] {
+        let mut cmd = process::command(if root { apt_get } else { "/usr/bin/sudo" });
+        if !root {
+            cmd.args(["-n", apt_get]);
+        }
+        eprintln!("setup: apt-get {} ...", args.join(" "));
+        cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        process::run_captured(&mut cmd, INSTALL_TIMEOUT).with_context(failed)?;
+    }
+    Ok(())
 }
 
 /// Makes `path` a symlink to `target`, replacing whatever was there in one rename.
