@@ -53,7 +53,12 @@ impl Cargo {
             cmd.args(["-p", package]);
         }
         process::run_visible(&mut cmd)?;
-        Ok(self.target.join(if release { "release" } else { "debug" }))
+        Ok(self.bin_dir(release))
+    }
+
+    /// Returns the directory of the release or the dev profile's binaries.
+    pub(crate) fn bin_dir(&self, release: bool) -> PathBuf {
+        self.target.join(if release { "release" } else { "debug" })
     }
 }
 

@@ -9,18 +9,20 @@ use std::time::Instant;
 use anyhow::{Context as _, Result};
 
 use crate::cargo::Cargo;
-use crate::{process, setup, verify_pi};
+use crate::{canary, process, setup, verify_pi};
 
 /// A step of the test command.
 type Step = fn(&Path) -> Result<()>;
 
 /// The steps, in the order they run.
-const STEPS: [(&str, Step); 5] = [
+const STEPS: [(&str, Step); 6] = [
     ("setup", |root| setup::run(root).map(|_tools| ())),
     ("fmt", fmt),
     ("clippy", clippy),
     ("verify-pi", verify_pi::run),
     ("test", test),
+    // After the tests, which built the binaries it drives: the real CLIs as the gate's oracle.
+    ("canary", canary::ci_slice),
 ];
 
 pub(crate) fn run(root: &Path) -> Result<()> {

@@ -7,6 +7,7 @@
 //! `apt-get` installs when `rg`, `fd` or `npm` are missing.
 
 mod bench;
+mod canary;
 mod cargo;
 mod ci;
 mod demo;
@@ -27,8 +28,9 @@ usage: cargo xtask <command>
 commands:
   setup      install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
              plus rg and fd when missing; link them into .tools/bin/ and check their versions
-  ci         the test command: setup, cargo fmt --check, clippy -D warnings, verify-pi, then
-             cargo test with HARNESS_REQUIRE_CLIS=1; stops at the first failure
+  ci         the test command: setup, cargo fmt --check, clippy -D warnings, verify-pi, cargo test
+             with HARNESS_REQUIRE_CLIS=1, then a fixed-seed slice of fuzz-cli; stops at the first
+             failure
   bench      run every crate's bench target (the gate's hook and decide(), the bundle, the runner,
              the unslop hook, harness-mcp and the tool socket, the load), print the summary table
              of medians, floors, ratios, targets and verdicts, and write docs/performance.md
@@ -38,6 +40,9 @@ commands:
              ANTHROPIC_API_KEY: a real Anthropic-compatible model instead)
   dist       --prefix DIR: build the release binaries and install them and the assets in the
              layout bundles point into
+  fuzz-cli   the real Pi and Claude Code as the gate's oracle: generated hostile calls through
+             the bundle's adapter, with the real gate and with an allow-all one (`--calls N`,
+             default 5000 per CLI; `--seed S`; `--cli pi|claude`)
   fuzz       random trees and calls for both harnesses against the kernel's resolution; fails on
              any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
   verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
@@ -70,6 +75,7 @@ fn run() -> Result<()> {
         ["demo", args @ ..] => demo::run(&workspace_root()?, args),
         ["dist", args @ ..] => dist::run(&workspace_root()?, args),
         ["fuzz", args @ ..] => fuzz::run(args),
+        ["fuzz-cli", args @ ..] => canary::run(&workspace_root()?, args),
         _ => bail!("unknown command line `{}`\n\n{USAGE}", args.join(" ")),
     }
 }

@@ -16,9 +16,6 @@ use harness_gate::{Decision, Policy, ToolCall, decide};
 /// The most stdin the gate reads; a Write of a large file carries its content in the payload.
 const MAX_PAYLOAD: u64 = 64 << 20;
 
-/// Set only by the gate's own tests to prove that a panic blocks.
-const PANIC_FOR_TEST: &str = "HARNESS_GATE_PANIC_FOR_TEST";
-
 const USAGE: &str = "usage: harness-gate (check | claude-hook) --policy POLICY";
 
 enum Mode {
@@ -69,9 +66,7 @@ fn parse_args() -> Result<(Mode, PathBuf), String> {
 
 fn run() -> Result<Decision, String> {
     let (mode, policy_path) = parse_args()?;
-    if std::env::var_os(PANIC_FOR_TEST).is_some() {
-        panic!("{PANIC_FOR_TEST} is set");
-    }
+    harness_gate::panic_for_test();
     let policy_text = std::fs::read(&policy_path)
         .map_err(|error| format!("cannot read the policy {policy_path:?}: {error}"))?;
     let home = std::env::var("HOME").ok();

@@ -7,15 +7,10 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 /// The exit code after a panic: Rust's own, so a panic on the main thread, which unwinds out of
 /// `main`, ends with the same code as one on another thread.
 const PANIC_EXIT: u8 = 101;
-
-/// Set only by this binary's tests: a path; once something is there, a thread of the runner
-/// panics, to prove that a panic on another thread than the main one still ends the session.
-const PANIC_FOR_TEST: &str = "HARNESS_RUNNER_PANIC_FOR_TEST";
 
 /// Set by the panic hook.
 static PANICKED: AtomicBool = AtomicBool::new(false);
@@ -32,6 +27,14 @@ fn main() -> ExitCode {
     // A panic on a thread other than the main one would otherwise end only that thread (a tool
     // call's, the tool socket's): the hook turns it into a stop, so the main loop kills the
     // turn's group, releases the role, removes the tool socket, and `main` exits 101.
+    // Before stdin is read: a process of the same user (the session) must not be able to read
+    // the capability out of this process's memory (/proc/PID/mem, ptrace).
+    if let Err(error) = harness_runner::harden_process() {
+        eprintln!("harness-runner: cannot make the process non-dumpable: {error}");
+        return ExitCode::from(2);
+    }
+    // The one read of the environment, as bytes: everything after uses this copy.
+    let env = harness_runner::Environment::of_process();
     let hook_stop = stop.clone();
     std::panic::set_hook(Box::new(move |info| {
         PANICKED.store(true, Ordering::SeqCst);
@@ -39,14 +42,7 @@ fn main() -> ExitCode {
         let text = info.to_string().replace('\n', " ");
         eprintln!("harness-runner: panicked: {text} (stopping; exit {PANIC_EXIT})");
     }));
-    if let Some(path) = std::env::var_os(PANIC_FOR_TEST) {
-        std::thread::spawn(move || {
-            while std::fs::symlink_metadata(&path).is_err() {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            panic!("{PANIC_FOR_TEST}: {} appeared", path.display());
-        });
-    }
+    harness_runner::panic_for_test(&env);
     let mut args = std::env::args_os().skip(1);
     let (Some(run_dir), None) = (args.next(), args.next()) else {
         eprintln!(
@@ -54,11 +50,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let config = harness_runner::RunnerConfig {
-        run_dir: run_dir.into(),
-        stop,
-        env: harness_runner::environment(),
-    };
+    let config = harness_runner::RunnerConfig { run_dir: run_dir.into(), stop, env };
     let result = harness_runner::run(&config, std::io::BufReader::new(std::io::stdin()));
     if PANICKED.load(Ordering::SeqCst) {
         if let Err(error) = result {

@@ -1,4 +1,4 @@
-//! The broker client (DESIGN.md contract 4): newline-delimited JSON over a Unix stream socket.
+//! The broker client (docs/contracts.md, contract 4): newline-delimited JSON over a Unix stream socket.
 //!
 //! Request: `{"id": N, "cap": CAP, "verb": VERB, "args": {...}}`. Reply:
 //! `{"id": N, "ok": true, "result": ...}` or `{"id": N, "ok": false, "code": CODE, "message": ...}`.

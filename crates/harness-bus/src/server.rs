@@ -1,4 +1,4 @@
-//! The tool socket (DESIGN.md contract 5), as a component the runner hosts.
+//! The tool socket (docs/contracts.md, contract 5), as a component the runner hosts.
 //!
 //! [`ToolSocket::bind`] creates `RUN/tools.sock` so that it is never reachable with a mode wider
 //! than 0600: the socket is bound inside a fresh 0700 directory next to it, set to 0600, checked,
@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use harness_tools::{
     MAX_REQUEST_BYTES, Route, ToolDef, ToolErrorKind, ToolReply, ToolRequest, ToolsFile,
-    prepare_args, reply_text,
+    prepare_args, reply_text, shape_result,
 };
 
 use crate::broker::{Broker, BrokerError, RefusalCode};
@@ -441,9 +441,12 @@ fn answer(shared: &Shared, line: &[u8]) -> ToolReply {
         }
     };
     let result = match tool.route {
-        Route::Broker(verb) => {
-            shared.backends.broker.call(&shared.capability, verb, &args).map_err(from_broker)
-        }
+        Route::Broker(verb) => shared
+            .backends
+            .broker
+            .call(&shared.capability, verb, &args)
+            .map_err(from_broker)
+            .and_then(|result| shape_result(verb, result).map_err(BackendError::Failed)),
         Route::Launch => shared.backends.launch.call(&shared.capability, tool, &args),
         Route::Git(_) => shared.backends.git.call(&shared.capability, tool, &args),
     };

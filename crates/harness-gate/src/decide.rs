@@ -300,7 +300,7 @@ fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
             }
             Ok(vec![normalized])
         }
-        // Claude Code trims the path and expands `~` itself (CLIS.md §4): check the path as
+        // Claude Code trims the path and expands `~` itself (docs/gate.md): check the path as
         // given, as JavaScript trims it, and trimmed of Rust's white space too, each with `~`
         // expanded both folded and as text.
         Harness::ClaudeCode => {
@@ -326,7 +326,7 @@ fn path_forms(policy: &Policy, raw: &str) -> Result<Vec<String>, Block> {
 }
 
 /// `~` or `~/rest` expanded as text, `..` left in place: how Claude Code's expansion reads if it
-/// does not fold (it is known only from strings in its binary, CLIS.md §4), so that the kernel's
+/// does not fold (it is known only from strings in its binary, docs/gate.md), so that the kernel's
 /// reading of a `..` after a symlink is checked too.
 fn unfolded_tilde(form: &str, home: Option<&str>) -> Result<String, pi_paths::PiPathError> {
     let home = home.ok_or(pi_paths::PiPathError::NoHome)?;

@@ -21,11 +21,13 @@ mod node_path;
 mod pattern;
 mod pi_paths;
 mod policy;
+mod test_hooks;
 mod walk;
 
 pub use call::{CallError, ToolCall};
 pub use decide::{Block, Decision, Rule, decide};
 pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
+pub use test_hooks::panic_for_test;
 
 /// JavaScript's `trim` white space, which the gate copies for Claude Code 2.1.296's paths;
 /// `cargo xtask verify-pi` compares it with Node's for every scalar value.

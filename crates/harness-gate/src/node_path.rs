@@ -1,7 +1,7 @@
 //! Node's POSIX `path` functions, as Pi 0.85.1 calls them: `resolve`, `join` and `normalize`.
 //!
 //! They work on text only. `..` is applied lexically, before any symlink, which is what Pi
-//! does with a path argument (CLIS.md §4).
+//! does with a path argument (docs/gate.md).
 
 /// Applies `.` and `..` to the `/`-separated segments of `path`, as Node's `normalizeString`.
 ///

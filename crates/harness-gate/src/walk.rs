@@ -2,7 +2,7 @@
 //!
 //! The walk follows the kernel: a symlink's target replaces the link, an absolute target starts
 //! again at `/`, and `..` inside a target applies after the link is followed (unlike Node's
-//! `fs.realpathSync`, CLIS.md §4). It tells three kinds of absence apart: a tail of names that do
+//! `fs.realpathSync`, docs/gate.md). It tells three kinds of absence apart: a tail of names that do
 //! not exist yet (a new file, allowed when its real parent is inside), a symlink whose target is
 //! missing at any depth (dangling: always refused), and a `..` that climbs out of a directory
 //! that does not exist.

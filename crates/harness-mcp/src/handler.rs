@@ -21,7 +21,7 @@ use crate::transport::LineTransport;
 /// The server's name in the MCP handshake; Claude Code shows its tools as `mcp__mosaic__NAME`.
 pub const SERVER_NAME: &str = harness_contract::MCP_SERVER;
 
-/// The protocol versions Claude Code 2.1.296 was seen to accept in `initialize` (CLIS.md §1.7).
+/// The protocol versions Claude Code 2.1.296 was seen to accept in `initialize` (docs/clis.md).
 const VERSIONS: &[ProtocolVersion] =
     &[ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2024_11_05];
 
@@ -80,7 +80,7 @@ impl ServerHandler for MosaicServer {
     }
 
     /// Claude Code 2.1.296 opens with `server/discover`; an error at once sends it on to
-    /// `initialize`, the handshake CLIS.md recorded, where no answer would cost 2.5 s.
+    /// `initialize`, the handshake docs/clis.md recorded, where no answer would cost 2.5 s.
     async fn discover(
         &self,
         _context: RequestContext<RoleServer>,

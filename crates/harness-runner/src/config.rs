@@ -49,6 +49,17 @@ pub struct RunFile {
     /// (with `"apiKey": "$VAR"`, so the key itself stays in a `passEnv` variable).
     #[serde(default)]
     pub session_files: std::collections::BTreeMap<String, String>,
+    /// The runner's private state directory (absolute, outside the run directory and the
+    /// workspace); by default `RUN/state`.
+    #[serde(default)]
+    pub state_dir: Option<PathBuf>,
+    /// Kernel confinement of every turn and of the runner's git (docs/runner.md, "Confinement"):
+    /// `"required"`, `"best-effort"` (the default) or `"off"`.
+    #[serde(default)]
+    pub confine: harness_confine::Mode,
+    /// The TCP ports the session may connect to (Landlock ABI 4); without it TCP stays open.
+    #[serde(default)]
+    pub connect_ports: Option<Vec<u16>>,
 }
 
 fn default_bundle() -> PathBuf {
@@ -117,6 +128,11 @@ impl Run {
         Duration::from_secs(self.file.turn_timeout)
     }
 
+    /// The runner's state directory: run.json's `stateDir`, or `RUN/state`.
+    pub fn state_dir(&self) -> PathBuf {
+        self.file.state_dir.clone().unwrap_or_else(|| self.dir.join("state"))
+    }
+
     /// The pause between idle polls.
     pub fn poll_interval(&self) -> Duration {
         Duration::from_secs_f64(self.file.poll_interval.clamp(0.01, 60.0))
@@ -134,72 +150,102 @@ pub fn read_capability(input: &mut impl BufRead) -> Result<Capability, RunError>
         cap: String,
     }
     let mut line = String::new();
-    std::io::Read::take(input, MAX_STDIN).read_line(&mut line).map_err(|error| {
-        RunError::BadRun(format!("cannot read the capability on stdin: {error}"))
-    })?;
+    std::io::Read::take(input, MAX_STDIN)
+        .read_line(&mut line)
+        .map_err(|_| RunError::Stdin("the capability cannot be read"))?;
     if !line.ends_with('\n') {
-        return Err(RunError::BadRun(
-            "stdin must hold {\"cap\": \"...\"} and a newline".to_owned(),
-        ));
+        return Err(RunError::Stdin("stdin must hold {\"cap\": \"...\"} and a newline"));
     }
     // The error names the shape, never the text: the line holds the capability.
-    let parsed: CapLine = serde_json::from_str(&line).map_err(|_| {
-        RunError::BadRun("stdin is not {\"cap\": \"...\"} and a newline".to_owned())
-    })?;
-    Capability::new(parsed.cap).map_err(|error| {
-        RunError::BadRun(format!("the capability on stdin is not usable: {error}"))
-    })
+    let parsed: CapLine = serde_json::from_str(&line)
+        .map_err(|_| RunError::Stdin("stdin is not {\"cap\": \"...\"} and a newline"))?;
+    Capability::new(parsed.cap)
+        .map_err(|_| RunError::Stdin("the capability on stdin is not usable"))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError> {
-    let text = std::fs::read(path)
-        .map_err(|error| RunError::BadRun(format!("cannot read {}: {error}", path.display())))?;
-    serde_json::from_slice(&text)
-        .map_err(|error| RunError::BadRun(format!("{} is not valid: {error}", path.display())))
+    let text = crate::files::read_capped(path, crate::files::MAX_READ)?
+        .ok_or_else(|| RunError::invalid(path, "is missing"))?;
+    serde_json::from_slice(&text).map_err(|source| RunError::Json { path: path.to_owned(), source })
 }
 
 /// Reads run.json and the bundle, and checks the bundle against its manifest: the session runs
 /// from the bundle and the assets it names, and from nothing else.
 pub fn load_run(dir: &Path) -> Result<Run, RunError> {
-    let file: RunFile = read_json(&dir.join("run.json"))?;
+    let run_json = dir.join("run.json");
+    let file: RunFile = read_json(&run_json)?;
     for (name, path) in
         [("broker", &file.broker), ("workspace", &file.workspace), ("cli", &file.cli)]
     {
         if !path.is_absolute() {
-            return Err(RunError::BadRun(format!("run.json: {name} {:?} is not absolute", path)));
+            return Err(RunError::invalid(&run_json, format!("{name} {path:?} is not absolute")));
         }
     }
     if !file.workspace.is_dir() {
-        return Err(RunError::BadRun(format!(
-            "run.json: the workspace {:?} is not a directory",
-            file.workspace
-        )));
+        return Err(RunError::invalid(
+            &run_json,
+            format!("the workspace {:?} is not a directory", file.workspace),
+        ));
     }
     if file.turn_timeout == 0 || file.broker_retries == 0 {
-        return Err(RunError::BadRun(
-            "run.json: turnTimeout and brokerRetries must be above 0".to_owned(),
-        ));
+        return Err(RunError::invalid(&run_json, "turnTimeout and brokerRetries must be above 0"));
     }
     for name in file.session_files.keys() {
         let path = Path::new(name);
         let plain = path.components().all(|c| matches!(c, std::path::Component::Normal(_)));
         if name.is_empty() || !plain {
-            return Err(RunError::BadRun(format!(
-                "run.json: the session file {name:?} is not a plain relative path"
-            )));
+            return Err(RunError::invalid(
+                &run_json,
+                format!("the session file {name:?} is not a plain relative path"),
+            ));
         }
+    }
+    if let Some(state) = &file.state_dir {
+        check_state_dir(state, dir, &file.workspace).map_err(|reason| {
+            RunError::invalid(&run_json, format!("stateDir {state:?} {reason}"))
+        })?;
+    }
+    if file.confine == harness_confine::Mode::Required && harness_confine::kernel_abi() == 0 {
+        return Err(RunError::invalid(
+            &run_json,
+            "confine is \"required\" and the kernel offers no Landlock",
+        ));
     }
     let bundle = dir.join(&file.bundle);
     let manifest: Manifest = read_json(&bundle.join("manifest.json"))?;
     let report = harness_bundle::verify_bundle(&bundle)
-        .map_err(|error| RunError::BadRun(format!("the bundle cannot be verified: {error}")))?;
+        .map_err(|source| RunError::Bundle { path: bundle.clone(), source })?;
     if let Some(first) = report.mismatches.first() {
-        return Err(RunError::BadRun(format!(
-            "the bundle does not match its manifest ({} differences; the first: {first})",
-            report.mismatches.len()
-        )));
+        return Err(RunError::invalid(
+            &bundle,
+            format!(
+                "the bundle does not match its manifest ({} differences; the first: {first})",
+                report.mismatches.len()
+            ),
+        ));
     }
-    let tools = harness_tools::ToolsFile::load(&bundle.join("tools.json"))
-        .map_err(|error| RunError::BadRun(error.to_string()))?;
+    let tools_json = bundle.join("tools.json");
+    let tools = harness_tools::ToolsFile::load(&tools_json)
+        .map_err(|error| RunError::invalid(&tools_json, error.to_string()))?;
     Ok(Run { dir: dir.to_path_buf(), file, bundle, manifest, tools })
+}
+
+/// A state directory the session cannot reach through the run directory or the workspace:
+/// absolute, without `..`, and inside neither.
+fn check_state_dir(state: &Path, run: &Path, workspace: &Path) -> Result<(), &'static str> {
+    if !state.is_absolute() {
+        return Err("is not absolute");
+    }
+    if state.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err("holds ..");
+    }
+    let canonical = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let state = canonical(state);
+    if state.starts_with(canonical(run)) {
+        return Err("is inside the run directory, which the session can write");
+    }
+    if state.starts_with(canonical(workspace)) {
+        return Err("is inside the workspace, which the session can write");
+    }
+    Ok(())
 }

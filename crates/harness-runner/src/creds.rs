@@ -2,8 +2,11 @@
 //! credential is within reach of the session, or while a service the role needs has no usable
 //! role token.
 
+use std::path::Path;
+
 use serde::Deserialize;
 
+use crate::env::Environment;
 use crate::error::RunError;
 
 /// Environment variables that hold a founder's (a human's) credentials, never a role's. Any of
@@ -58,32 +61,31 @@ pub fn role_token_var(service: &str) -> String {
     format!("{ROLE_TOKEN_PREFIX}{upper}")
 }
 
-/// Checks `env` (the runner's environment) against the bundle's policy.json text.
-pub(crate) fn check(env: &[(String, String)], policy: &[u8]) -> Result<(), RunError> {
-    let set = |name: &str| env.iter().any(|(key, value)| key == name && !value.is_empty());
-    if let Some(name) = FOUNDER_ENV.iter().find(|name| set(name)) {
-        return Err(RunError::FounderCredentials(format!(
-            "{name} is set: a founder credential must never reach a session"
-        )));
+/// Checks `env` (the runner's environment, as bytes) against the bundle's policy.json text.
+pub(crate) fn check(env: &Environment, policy: &[u8], policy_path: &Path) -> Result<(), RunError> {
+    // A value that is not UTF-8 counts as set: it is checked as bytes, never dropped.
+    if let Some(name) = FOUNDER_ENV.iter().find(|name| env.is_set(name)) {
+        return Err(RunError::FounderCredential { variable: (*name).to_owned() });
     }
-    let policy: Policy = serde_json::from_slice(policy).map_err(|error| {
-        RunError::BadRun(format!("the bundle's policy.json is not valid: {error}"))
-    })?;
+    let policy: Policy = serde_json::from_slice(policy)
+        .map_err(|source| RunError::Json { path: policy_path.to_owned(), source })?;
     for service in &policy.services {
         let usable = policy
             .credentials
             .iter()
             .any(|credential| &credential.service == service && credential.status == "usable");
         if !usable {
-            return Err(RunError::FounderCredentials(format!(
-                "the role needs {service}, and the broker reported no usable role token for it"
-            )));
+            return Err(RunError::NoRoleToken {
+                service: service.clone(),
+                reason: "the broker reported no usable role token for it".to_owned(),
+            });
         }
         let var = role_token_var(service);
-        if !set(&var) {
-            return Err(RunError::FounderCredentials(format!(
-                "the role needs {service}, and {var} holds no role token"
-            )));
+        if !env.is_set(&var) {
+            return Err(RunError::NoRoleToken {
+                service: service.clone(),
+                reason: format!("{var} holds no role token"),
+            });
         }
     }
     Ok(())
@@ -91,14 +93,21 @@ pub(crate) fn check(env: &[(String, String)], policy: &[u8]) -> Result<(), RunEr
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    fn env(pairs: &[(&str, &str)]) -> Environment {
+        Environment::from_pairs(pairs.iter().copied())
     }
 
     const POLICY: &[u8] =
         br#"{"services":["gitea"],"credentials":[{"service":"gitea","status":"usable"}]}"#;
+
+    fn check(env: &Environment, policy: &[u8]) -> Result<(), RunError> {
+        super::check(env, policy, Path::new("policy.json"))
+    }
 
     #[test]
     fn founder_variables_stop_the_run() {
@@ -108,6 +117,18 @@ mod tests {
         assert!(error.to_string().contains("GH_TOKEN"));
         // An empty variable is not a credential.
         check(&env(&[("GH_TOKEN", ""), ("MOSAIC_ROLE_TOKEN_GITEA", "t")]), POLICY).unwrap();
+    }
+
+    #[test]
+    fn a_founder_variable_that_is_not_utf8_still_stops_the_run() {
+        let bad = Environment::from_pairs([
+            (
+                OsString::from("SSH_AUTH_SOCK"),
+                OsString::from_vec(b"/tmp/ssh-\xe9/agent.1".to_vec()),
+            ),
+            (OsString::from("MOSAIC_ROLE_TOKEN_GITEA"), OsString::from("t")),
+        ]);
+        assert_eq!(check(&bad, POLICY).unwrap_err().exit_code(), 20);
     }
 
     #[test]

@@ -6,15 +6,17 @@
 //! lives in `RUN/tmp` only for the call and is deleted on every path; bundles are capped at
 //! 32 MiB both ways.
 
-use std::io::Read;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use harness_bus::{Backend, BackendError, Capability, HostSocket, HostSocketConfig, RefusalCode};
+use harness_bus::{Backend, BackendError, Capability, HostSocket, HostSocketConfig};
 use harness_tools::{GitOp, Route, ToolDef};
 use serde_json::{Value, json};
+
+use crate::error::Refusal;
+use crate::supervise::{self, Spawn, StderrTo};
 
 /// The largest bundle moved either way.
 pub const MAX_BUNDLE_BYTES: u64 = 32 * 1024 * 1024;
@@ -23,11 +25,11 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the host's socket may take for one call.
 const HOST_TIMEOUT: Duration = Duration::from_secs(150);
 
-fn refused(code: &str) -> BackendError {
-    match RefusalCode::new(code) {
-        Some(code) => BackendError::Refused(code),
-        None => BackendError::Failed(code.to_owned()),
-    }
+/// The most of git's stdout and stderr kept (a ref name, a commit; an error message).
+const GIT_OUTPUT_CAP: usize = 64 * 1024;
+
+fn refused(refusal: Refusal) -> BackendError {
+    refusal.into()
 }
 
 fn failed(what: impl std::fmt::Display) -> BackendError {
@@ -63,9 +65,13 @@ pub(crate) struct GitTools {
     workspace: PathBuf,
     tmp: PathBuf,
     clones: Vec<String>,
+    /// `PATH` for git, from the runner's one environment source.
+    path: OsString,
     /// True from a landing's start until its outcome arrives (a second one refuses land-busy).
     landing: AtomicBool,
     serial: AtomicU64,
+    /// What git's Landlock domain is built from (crate::confinement).
+    confine: crate::confinement::GitPaths,
 }
 
 impl GitTools {
@@ -74,6 +80,8 @@ impl GitTools {
         workspace: PathBuf,
         tmp: PathBuf,
         clones: Vec<String>,
+        path: OsString,
+        confine: crate::confinement::GitPaths,
     ) -> Self {
         let host = HostSocket::new(HostSocketConfig {
             socket,
@@ -85,8 +93,10 @@ impl GitTools {
             workspace,
             tmp,
             clones,
+            path,
             landing: AtomicBool::new(false),
             serial: AtomicU64::new(0),
+            confine,
         }
     }
 
@@ -102,95 +112,70 @@ impl GitTools {
 
     fn clone_dir(&self, project: &str) -> Result<PathBuf, BackendError> {
         if !self.clones.iter().any(|clone| clone == project) {
-            return Err(refused("not-a-clone"));
+            return Err(refused(Refusal::NotAClone));
         }
         let dir = self.workspace.join(project);
-        if !dir.join(".git").exists() {
-            return Err(refused("not-a-clone"));
-        }
+        crate::git_safety::check_git_dir(&dir).map_err(refused)?;
         Ok(dir)
     }
 
-    /// Runs git in `dir` with no system or global configuration and no hooks.
+    /// Runs git in `dir` with no system or global configuration and no hooks, under the
+    /// supervisor: its own process group, killed as a group at the deadline.
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String, BackendError> {
-        #[expect(clippy::disallowed_methods, reason = "the runner runs git for the git tools")]
-        let mut command = Command::new("git");
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned()))
-            .env("HOME", &self.tmp)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .args(["-c", "core.hooksPath=/dev/null", "-C"])
-            .arg(dir)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child =
-            command.spawn().map_err(|error| failed(format!("git could not start: {error}")))?;
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
-        let out = std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(pipe) = stdout.as_mut() {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        });
-        let err = std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(pipe) = stderr.as_mut() {
-                let _ = pipe.take(64 * 1024).read_to_string(&mut text);
-            }
-            text
-        });
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().map_err(failed)? {
-                break status;
-            }
-            if start.elapsed() > GIT_TIMEOUT {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(failed(format!(
-                    "git {} took longer than {} s",
-                    args.join(" "),
-                    GIT_TIMEOUT.as_secs()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let stdout = out.join().unwrap_or_default();
-        let stderr = err.join().unwrap_or_default();
-        if !status.success() {
+        // Hardening (crate::git_safety): its environment, overrides and repository; and the
+        // session's own domain, with RUN/tmp for the bundles.
+        let env = crate::git_safety::environment(&self.tmp, self.path.clone());
+        let mut argv = crate::git_safety::global_args(dir);
+        argv.extend(["-C".into(), dir.as_os_str().to_owned()]);
+        argv.extend(args.iter().map(OsString::from));
+        let domain = crate::confinement::git_domain(&self.confine).map_err(failed)?;
+        let outcome = supervise::run(Spawn {
+            program: Path::new("git"),
+            args: argv,
+            env,
+            cwd: &self.tmp,
+            stdout_cap: GIT_OUTPUT_CAP,
+            stderr: StderrTo::Capture(GIT_OUTPUT_CAP),
+            deadline: GIT_TIMEOUT,
+            stop: None,
+            pre_exec: Some(&domain),
+        })
+        .map_err(|error| failed(format!("git could not run: {error}")))?;
+        let what = format!("git {}", subcommand(args));
+        if !outcome.success() {
+            let stderr = String::from_utf8_lossy(&outcome.stderr);
             return Err(failed(format!(
-                "git {} failed: {}",
-                args.first().copied().unwrap_or(""),
+                "{}: {}",
+                outcome.ended.describe(&what, GIT_TIMEOUT),
                 stderr.trim()
             )));
         }
-        Ok(stdout.trim().to_owned())
+        Ok(String::from_utf8_lossy(&outcome.stdout).trim().to_owned())
     }
 
     fn push(&self, cap: &Capability, args: &Value) -> Result<Value, BackendError> {
         let (task_ref, project, branch) =
             (text(args, "task_ref")?, text(args, "project")?, text(args, "branch")?);
         if !plain_ref(branch) {
-            return Err(refused("bad-branch"));
+            return Err(refused(Refusal::BadBranch));
         }
         let clone = self.clone_dir(project)?;
         let local = format!("refs/heads/{branch}");
         let commit = self
             .git(&clone, &["rev-parse", "--verify", "--quiet", &format!("{local}^{{commit}}")])
-            .map_err(|_| refused("no-such-branch"))?;
+            .map_err(|_| refused(Refusal::NoSuchBranch))?;
         let bundle = self.bundle_path("push");
         let path = bundle.0.to_string_lossy().into_owned();
         self.git(&clone, &["bundle", "create", "--quiet", &path, &local])?;
-        let size = std::fs::metadata(&bundle.0).map_err(failed)?.len();
+        // `RUN/tmp` is writable by the session: the bundle must still be the regular file git
+        // wrote, not a link or a FIFO put in its place.
+        let meta = std::fs::symlink_metadata(&bundle.0).map_err(failed)?;
+        if !meta.file_type().is_file() {
+            return Err(failed("the bundle git wrote was replaced by something else"));
+        }
+        let size = meta.len();
         if size > MAX_BUNDLE_BYTES {
-            return Err(refused("bundle-too-large"));
+            return Err(refused(Refusal::BundleTooLarge));
         }
         let request =
             json!({"task_ref": task_ref, "project": project, "branch": branch, "commit": commit});
@@ -249,7 +234,7 @@ impl GitTools {
 
     fn land(&self, cap: &Capability, args: &Value) -> Result<Value, BackendError> {
         if self.landing.swap(true, Ordering::SeqCst) {
-            return Err(refused("land-busy"));
+            return Err(refused(Refusal::LandBusy));
         }
         let request =
             json!({"task_ref": text(args, "task_ref")?, "decision": text(args, "decision")?});
@@ -261,6 +246,20 @@ impl GitTools {
             }
         }
     }
+}
+
+/// The git subcommand in `args` (the first word that is neither an option nor the value of a
+/// `-c`), for messages.
+fn subcommand<'a>(args: &[&'a str]) -> &'a str {
+    let mut words = args.iter();
+    while let Some(&word) = words.next() {
+        if word == "-c" {
+            words.next();
+        } else if !word.starts_with('-') {
+            return word;
+        }
+    }
+    ""
 }
 
 fn text<'a>(args: &'a Value, field: &str) -> Result<&'a str, BackendError> {
@@ -300,7 +299,13 @@ impl Backend for LaunchTool {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_ref;
+    use super::{plain_ref, subcommand};
+
+    #[test]
+    fn the_subcommand_is_named_past_the_options() {
+        assert_eq!(subcommand(&["-c", "fetch.fsckObjects=true", "fetch", "--quiet"]), "fetch");
+        assert_eq!(subcommand(&["rev-parse", "--verify"]), "rev-parse");
+    }
 
     #[test]
     fn refs() {

@@ -27,12 +27,10 @@ pub(crate) struct RunLock {
 /// Locks `dir` for this runner, or fails (exit 2) naming the lock another runner holds.
 pub(crate) fn lock_run_dir(dir: &Path) -> Result<RunLock, RunError> {
     let path: PathBuf = dir.join(LOCK_FILE);
-    let bad = |what: &str, error: rustix::io::Errno| {
-        RunError::BadRun(format!(
-            "cannot {what} {}: {}",
-            path.display(),
-            std::io::Error::from(error)
-        ))
+    let bad = |what: &'static str, error: rustix::io::Errno| RunError::Io {
+        operation: what,
+        path: path.clone(),
+        source: error.into(),
     };
     let flags = OFlags::RDWR
         .union(OFlags::CREATE)
@@ -44,17 +42,11 @@ pub(crate) fn lock_run_dir(dir: &Path) -> Result<RunLock, RunError> {
     let stat =
         rustix::fs::fstat(&fd).map_err(|error| bad("inspect the run-directory lock", error))?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(RunError::BadRun(format!(
-            "the run-directory lock {} is not a regular file",
-            path.display()
-        )));
+        return Err(RunError::invalid(&path, "the run-directory lock is not a regular file"));
     }
     match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(RunLock { _fd: fd }),
-        Err(rustix::io::Errno::WOULDBLOCK) => Err(RunError::BadRun(format!(
-            "another runner holds the run-directory lock {}; one runner per run directory",
-            path.display()
-        ))),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(RunError::LockHeld { path }),
         Err(error) => Err(bad("lock", error)),
     }
 }

@@ -1,27 +1,37 @@
 //! The session: claim, serve the tool socket, one turn per message, reply, stop.
 
-use std::io::BufRead;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use harness_bus::{
-    Backends, Broker, BrokerConfig, BrokerError, Capability, NotAvailable, ToolSocket,
+    Backends, Broker, BrokerConfig, BrokerError, Capability, NotAvailable, RefusalCode, ToolSocket,
     ToolSocketConfig, UnixBroker,
 };
 use harness_tools::Verb;
-use harness_unslop::ResultNotes;
+use harness_unslop::{NotesCursor, ResultNotes};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::{Run, load_run, read_capability};
+use crate::env::Environment;
 use crate::error::RunError;
+use crate::files::{MAX_READ, read_capped, write_private};
 use crate::git::{GitTools, LaunchTool};
 use crate::request::{self, Message, MessageKind};
-use crate::turn::{TurnFiles, TurnOutcome, run_turn, write_private};
+use crate::supervise::{become_subreaper, sweep_descendants};
+use crate::turn::{TurnContext, TurnFiles, TurnOutcome, run_turn};
 
-/// How long one broker call may take.
+/// How long one broker call of the runner's own may take.
 const BROKER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one broker call may take once a stop signal came: the runner is leaving.
+const STOPPING_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a typed tool's broker request may take: the tool socket's limit (spec, Limits).
+const TOOL_BROKER_TIMEOUT: Duration = Duration::from_secs(150);
+/// How many handled message ids the runner state keeps.
+const HANDLED_KEPT: usize = 256;
 
 /// What the binary hands the runner.
 #[derive(Debug)]
@@ -30,8 +40,9 @@ pub struct RunnerConfig {
     pub run_dir: PathBuf,
     /// Set by the SIGTERM/SIGINT handlers, installed before anything else.
     pub stop: Arc<AtomicBool>,
-    /// The runner's environment, for the founder-credential stop.
-    pub env: Vec<(String, String)>,
+    /// The runner's environment, read once as bytes: the founder-credential stop, the adapter's
+    /// `PATH` and `passEnv` values and git's `PATH` all come from it, never from `std::env`.
+    pub env: Environment,
 }
 
 /// How a run ended without an error: a stop signal.
@@ -53,11 +64,19 @@ pub fn install_stop_handlers() -> std::io::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// Makes the process non-dumpable, so that a process of the same user (the session) can
+/// neither ptrace it nor open its `/proc/PID/mem`, `environ` and the like, whatever the host's
+/// Yama setting. Call it before the capability is read.
+pub fn harden_process() -> std::io::Result<()> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
+    Ok(())
+}
+
 /// Runs a session to its end. `Ok` is exit 0; an error carries its exit code.
 ///
 /// The capability is read from `stdin` on a thread of its own, so that a stop signal while the
 /// host has not written it yet still ends the runner at once (exit 0, nothing claimed).
-pub fn run<R: BufRead + Send + 'static>(
+pub fn run<R: std::io::BufRead + Send + 'static>(
     config: &RunnerConfig,
     stdin: R,
 ) -> Result<Stopped, RunError> {
@@ -78,57 +97,62 @@ pub fn run<R: BufRead + Send + 'static>(
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(RunError::BadRun("stdin could not be read".to_owned()));
+                return Err(RunError::Stdin("stdin could not be read"));
             }
         }
     };
     let run = load_run(&config.run_dir)?;
     // Before anything is written in the run directory or claimed: one runner per run directory.
     let _lock = crate::lock::lock_run_dir(&run.dir)?;
-    let policy = std::fs::read(run.bundle.join("policy.json")).map_err(|error| {
-        RunError::BadRun(format!("cannot read the bundle's policy.json: {error}"))
-    })?;
-    crate::creds::check(&config.env, &policy)?;
+    let policy_path = run.bundle.join("policy.json");
+    let policy = read_capped(&policy_path, MAX_READ)?
+        .ok_or_else(|| RunError::invalid(&policy_path, "is missing"))?;
+    crate::creds::check(&config.env, &policy, &policy_path)?;
     prepare_dirs(&run)?;
     if stopped() {
         return Ok(Stopped::BeforeClaim);
     }
-    let broker: Arc<dyn Broker> = Arc::new(UnixBroker::new(BrokerConfig {
-        socket: run.file.broker.clone(),
-        timeout: BROKER_TIMEOUT,
-    }));
-    let mut session = Session::new(&run, cap, broker, &config.stop);
+    // What a turn starts in a new session is reparented here, to be killed after the turn.
+    become_subreaper().map_err(RunError::io("become a child subreaper", &run.dir))?;
+    let mut session = Session::new(&run, cap, config);
     // Bound (not yet served) before the claim, so a path held by something else ends the run
     // with exit 2 and nothing claimed; dropped unserved, it removes its socket file.
     let socket = session.bind_socket()?;
-    if !session.claim()? {
-        return Ok(Stopped::BeforeClaim);
-    }
-    let result = session.serve(socket);
+    let result = match session.claim() {
+        Ok(true) => session.serve(socket).map(|()| Stopped::Released),
+        Ok(false) => Ok(Stopped::BeforeClaim),
+        Err(error) => Err(error),
+    };
     session.release();
-    result.map(|()| Stopped::Released)
+    sweep_descendants();
+    result
 }
 
 fn prepare_dirs(run: &Run) -> Result<(), RunError> {
     use std::os::unix::fs::DirBuilderExt;
-    for dir in ["turns", "session", "tmp"] {
-        let path = run.dir.join(dir);
+    for path in ["turns", "session", "tmp"]
+        .map(|dir| run.dir.join(dir))
+        .into_iter()
+        .chain([run.state_dir()])
+    {
         match std::fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
-            Err(error) => {
-                return Err(RunError::BadRun(format!("cannot create {}: {error}", path.display())));
-            }
+            Err(error)
+                if error.kind() == std::io::ErrorKind::AlreadyExists
+                    && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) => {}
+            Err(error) => return Err(RunError::io("create", path)(error)),
         }
     }
     for (name, text) in &run.file.session_files {
         let path = run.dir.join("session").join(name);
         if let Some(parent) = path.parent() {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(
-                |error| RunError::BadRun(format!("cannot create {}: {error}", parent.display())),
-            )?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(RunError::io("create", parent))?;
         }
-        if !path.exists() {
+        if std::fs::symlink_metadata(&path).is_err() {
             write_private(&path, text.as_bytes())?;
         }
     }
@@ -136,15 +160,20 @@ fn prepare_dirs(run: &Run) -> Result<(), RunError> {
 }
 
 /// The Claude Code session id must be a UUID; it is kept in `RUN/session/id` so that a runner
-/// started again on the same run continues the same conversation.
+/// started again on the same run continues the same conversation. The session can write that
+/// file: anything there that is not a UUID is replaced by a new id.
 fn session_id(run: &Run) -> Result<String, RunError> {
     let path = run.dir.join("session/id");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        return Ok(text.trim().to_owned());
+    if let Ok(Some(bytes)) = read_capped(&path, 64) {
+        let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+        if text.len() == 36 && text.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            return Ok(text);
+        }
     }
+    let _ = std::fs::remove_file(&path);
     let mut bytes = [0u8; 16];
     rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())
-        .map_err(|error| RunError::BadRun(format!("no randomness for a session id: {error}")))?;
+        .map_err(|error| RunError::io("draw a session id", &path)(error.into()))?;
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -160,7 +189,8 @@ fn session_id(run: &Run) -> Result<String, RunError> {
     Ok(id)
 }
 
-/// The number the next turn gets: one more than the last `turns/NNNN.stderr`.
+/// The number the next turn gets: one more than the last `turns/NNNN.stderr` or
+/// `turns/NNNN.request`.
 fn next_turn(run: &Run) -> u32 {
     std::fs::read_dir(run.dir.join("turns"))
         .into_iter()
@@ -168,8 +198,10 @@ fn next_turn(run: &Run) -> u32 {
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            name.strip_suffix(".stderr")?.parse::<u32>().ok()
+            let stem = name.strip_suffix(".stderr").or_else(|| name.strip_suffix(".request"))?;
+            stem.parse::<u32>().ok()
         })
+        .filter(|&number| number < 100_000_000)
         .max()
         .unwrap_or(0)
         + 1
@@ -188,37 +220,106 @@ const SESSION_INVALID: &[&str] = &[
     "not-claimed",
 ];
 
+/// The runner's own state, kept in its state directory (run.json `stateDir`, by default
+/// `RUN/state/`) across a restart on the same run directory.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RunnerState {
+    /// The last messages this run directory's runners answered (their RESULT delivered or kept)
+    /// or otherwise handled, newest last: a restarted runner marks such a message read again
+    /// and never answers it twice.
+    handled: VecDeque<Handled>,
+    /// Where the unslop note stands.
+    #[serde(default)]
+    notes: Option<NotesCursor>,
+}
+
+/// One handled message: its id and the digest of what it said. A message counts as handled
+/// only if both match, so whoever can write the state file (a session with bash while
+/// confinement is off and the state directory is the default) cannot make the runner skip a
+/// message it has not seen whole: at worst it makes the runner answer one twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Handled {
+    id: String,
+    digest: String,
+}
+
+/// The SHA-256 of the message's `id`, `from`, `kind`, `sentAt` and `text` as the broker sent
+/// them (any JSON, a malformed message's too), in hex.
+fn message_digest(message: &Value) -> String {
+    use sha2::Digest;
+    let fields = ["id", "from", "kind", "sentAt", "text"]
+        .map(|key| message.get(key).cloned().unwrap_or(Value::Null));
+    let digest = sha2::Sha256::digest(Value::from(fields.to_vec()).to_string().as_bytes());
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The state file in the state directory.
+const STATE_FILE: &str = "runner-state.json";
+
+/// The outcome of a broker call the runner makes, a stop included.
+enum Call {
+    /// The broker answered.
+    Done(Result<Value, BrokerError>),
+    /// A stop came first; the call may still be under way, and its answer is dropped.
+    Stopped,
+}
+
 struct Session<'a> {
     run: &'a Run,
     cap: Capability,
     broker: Arc<dyn Broker>,
-    stop: &'a AtomicBool,
+    /// The same broker with a short timeout, for the calls after a stop.
+    leaving: Arc<dyn Broker>,
+    config: &'a RunnerConfig,
+    /// True once the role is claimed, or a `role.claim` reached the broker and got no answer
+    /// (the broker may have taken it): either way the run ends with `role.release`.
     claimed: bool,
     git: Option<Arc<GitTools>>,
+    state: RunnerState,
 }
 
 /// A reply that must reach its sender before the message is marked read.
 struct Pending {
-    message: Message,
+    id: String,
+    /// The digest of the message it answers.
+    digest: String,
+    from: String,
     result: harness_unslop::OutgoingResult,
-    turn: u32,
+    /// The turn it answers, for `turns/NNNN.unsent`; none for a malformed message.
+    turn: Option<u32>,
 }
 
 impl<'a> Session<'a> {
-    fn new(run: &'a Run, cap: Capability, broker: Arc<dyn Broker>, stop: &'a AtomicBool) -> Self {
+    fn new(run: &'a Run, cap: Capability, config: &'a RunnerConfig) -> Self {
+        let broker = |timeout| -> Arc<dyn Broker> {
+            Arc::new(UnixBroker::new(BrokerConfig { socket: run.file.broker.clone(), timeout }))
+        };
         let git = run.file.git_socket.as_ref().map(|socket| {
             Arc::new(GitTools::new(
                 socket.clone(),
                 run.file.workspace.clone(),
                 run.dir.join("tmp"),
                 run.tools.projects.clone(),
+                config.env.path(),
+                crate::confinement::GitPaths::new(run, config.env.path()),
             ))
         });
-        Self { run, cap, broker, stop, claimed: false, git }
+        let state = load_state(run);
+        Self {
+            run,
+            cap,
+            broker: broker(BROKER_TIMEOUT),
+            leaving: broker(STOPPING_TIMEOUT),
+            config,
+            claimed: false,
+            git,
+            state,
+        }
     }
 
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+        self.config.stop.load(Ordering::SeqCst)
     }
 
     /// Sleeps `pause` in small steps; returns true if and only if a stop came meanwhile.
@@ -235,31 +336,71 @@ impl<'a> Session<'a> {
         self.stopped()
     }
 
-    fn call(&self, verb: Verb, args: &Value) -> Result<Value, BrokerError> {
-        self.broker.call(&self.cap, verb, args)
+    /// One broker call that a stop signal interrupts: it runs on a thread of its own and the
+    /// runner stops waiting for it as soon as the stop comes. After the stop, calls go out with
+    /// the short timeout.
+    fn call(&self, verb: Verb, args: &Value) -> Call {
+        if self.stopped() {
+            return Call::Done(self.leaving.call(&self.cap, verb, args));
+        }
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let (broker, cap, owned) = (self.broker.clone(), self.cap.clone(), args.clone());
+        let spawned = std::thread::Builder::new().name("broker-call".into()).spawn(move || {
+            let _ = sender.send(broker.call(&cap, verb, &owned));
+        });
+        if spawned.is_err() {
+            // No thread to spare: the call is made here, and a stop waits for its timeout.
+            return Call::Done(self.broker.call(&self.cap, verb, args));
+        }
+        loop {
+            match receiver.recv_timeout(Duration::from_millis(20)) {
+                Ok(result) => return Call::Done(result),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if self.stopped() => {
+                    return Call::Stopped;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Call::Done(Err(BrokerError::Protocol {
+                        verb,
+                        detail: "the call's thread ended without an answer".to_owned(),
+                    }));
+                }
+            }
+        }
     }
 
     /// `role.claim`, retried while the broker does not answer; false if a stop came first.
+    /// A claim in flight when the stop comes may have been taken: it is released.
     fn claim(&mut self) -> Result<bool, RunError> {
         let args = json!({"run": self.run.manifest.run});
-        for attempt in 1..=self.run.file.broker_retries {
+        let tries = self.run.file.broker_retries;
+        for attempt in 1..=tries {
             if self.stopped() {
                 return Ok(false);
             }
             match self.call(Verb::RoleClaim, &args) {
-                Ok(_) => {
+                Call::Stopped => {
+                    self.claimed = true;
+                    return Ok(false);
+                }
+                Call::Done(Ok(_)) => {
                     self.claimed = true;
                     return Ok(true);
                 }
-                Err(BrokerError::Refused { code, .. }) => {
-                    return Err(RunError::ClaimRefused(code.to_string()));
+                Call::Done(Err(BrokerError::Refused { code, .. })) => {
+                    return Err(RunError::ClaimRefused { code });
                 }
-                Err(error) if attempt == self.run.file.broker_retries => {
-                    return Err(RunError::BrokerUnreachable(format!(
-                        "role.claim got no answer in {attempt} tries: {error}"
-                    )));
+                Call::Done(Err(error)) if attempt == tries => {
+                    self.claimed |= !matches!(error, BrokerError::Unreachable { .. });
+                    return Err(RunError::BrokerUnreachable {
+                        operation: "role.claim",
+                        tries,
+                        source: error,
+                    });
                 }
-                Err(error) => {
+                Call::Done(Err(error)) => {
+                    // Sent and unanswered (not refused at connect): it may have been taken.
+                    self.claimed |= !matches!(error, BrokerError::Unreachable { .. });
                     eprintln!("harness-runner: role.claim got no answer (try {attempt}): {error}");
                     if self.pause(self.run.poll_interval()) {
                         return Ok(false);
@@ -267,7 +408,7 @@ impl<'a> Session<'a> {
                 }
             }
         }
-        Err(RunError::BrokerUnreachable("role.claim got no answer".to_owned()))
+        Ok(false)
     }
 
     /// Releases the role, once, best effort: the run is ending either way. (The tool socket
@@ -275,7 +416,8 @@ impl<'a> Session<'a> {
     fn release(&mut self) {
         if self.claimed {
             self.claimed = false;
-            if let Err(error) = self.call(Verb::RoleRelease, &json!({})) {
+            let broker = if self.stopped() { &self.leaving } else { &self.broker };
+            if let Err(error) = broker.call(&self.cap, Verb::RoleRelease, &json!({})) {
                 eprintln!("harness-runner: role.release failed: {error}");
             }
         }
@@ -292,60 +434,111 @@ impl<'a> Session<'a> {
             Some(git) => git.clone(),
             None => Arc::new(NotAvailable),
         };
-        let backends = Backends { broker: self.broker.clone(), launch, git };
+        // A typed tool's broker request gets the tool socket's limit, not the runner's poll
+        // timeout; the client never retries a call, so one the broker may have carried out is
+        // never sent twice.
+        let broker: Arc<dyn Broker> = Arc::new(UnixBroker::new(BrokerConfig {
+            socket: self.run.file.broker.clone(),
+            timeout: TOOL_BROKER_TIMEOUT,
+        }));
+        let backends = Backends { broker, launch, git };
+        let path = self.run.dir.join("tools.sock");
         ToolSocket::bind(ToolSocketConfig {
-            path: self.run.dir.join("tools.sock"),
+            path: path.clone(),
             tools: self.run.tools.clone(),
             capability: self.cap.clone(),
             backends,
         })
-        .map_err(|error| RunError::BadRun(format!("cannot serve the tool socket: {error}")))
+        .map_err(|error| RunError::ToolSocket { path, source: Box::new(error) })
     }
 
     fn serve(&mut self, socket: ToolSocket) -> Result<(), RunError> {
+        let path = socket.path().to_path_buf();
         let socket = socket
             .spawn()
-            .map_err(|error| RunError::BadRun(format!("cannot serve the tool socket: {error}")))?;
+            .map_err(|error| RunError::ToolSocket { path, source: Box::new(error) })?;
         let result = self.turns();
         socket.stop();
         result
     }
 
+    /// Saves the runner state; a state that cannot be saved is said on stderr (the run goes
+    /// on: what is lost is the guard against answering twice after a restart).
+    fn save_state(&self, notes: &ResultNotes) {
+        let mut state = RunnerState { handled: self.state.handled.clone(), notes: None };
+        state.notes = Some(notes.cursor());
+        if let Err(error) = save_state(self.run, &state) {
+            eprintln!("harness-runner: the runner state could not be saved: {error}");
+        }
+    }
+
+    /// True if and only if this message (its id and its digest) is answered already.
+    fn is_handled(&self, id: &str, digest: &str) -> bool {
+        self.state.handled.iter().any(|known| known.id == id && known.digest == digest)
+    }
+
+    /// Records that message `id` is answered or otherwise done with.
+    fn handled(&mut self, id: &str, digest: &str, notes: &ResultNotes) {
+        if !self.is_handled(id, digest) {
+            self.state.handled.push_back(Handled { id: id.to_owned(), digest: digest.to_owned() });
+        }
+        while self.state.handled.len() > HANDLED_KEPT {
+            self.state.handled.pop_front();
+        }
+        self.save_state(notes);
+    }
+
     fn turns(&mut self) -> Result<(), RunError> {
         let session_id = session_id(self.run)?;
-        let mut notes = ResultNotes::new(self.run.dir.join("unslop.jsonl"));
+        let log = self.run.dir.join("unslop.jsonl");
+        let mut notes = match self.state.notes.take() {
+            Some(kept) => ResultNotes::resume(log, kept),
+            None => ResultNotes::new(log),
+        };
+        // The message to mark read with the next `message.read`.
         let mut after: Option<String> = None;
         let mut pending: Option<Pending> = None;
         let mut failures = 0u32;
-        loop {
+        let result = loop {
             if self.stopped() {
                 if let Some(reply) = pending.take() {
                     // Stopped while the broker had not taken it: the message stays unread (the
                     // next runner answers it again) and this RESULT is kept, not dropped.
                     self.keep_unsent(&reply, "the runner was stopped before the broker took it");
                 }
-                return Ok(());
+                break Ok(());
             }
             if let Some(reply) = pending.take() {
                 match self.send(&reply) {
                     Ok(()) => {
                         notes.sent(&reply.result);
-                        after = Some(reply.message.id.clone());
+                        // Delivered: recorded before anything else, so no runner answers it again.
+                        self.handled(&reply.id, &reply.digest, &notes);
+                        after = Some(reply.id.clone());
                         failures = 0;
                     }
+                    Err(SendError::Stopped) => {
+                        self.keep_unsent(&reply, "the runner was stopped while the broker had it");
+                        break Ok(());
+                    }
                     Err(SendError::Retry(error)) => {
-                        if let Err(end) = self.unreachable(&mut failures, &error) {
+                        if let Err(end) = self.unreachable(&mut failures, "message.send", error) {
                             self.keep_unsent(&reply, "the broker stayed unreachable");
-                            return Err(end);
+                            break Err(end);
                         }
                         pending = Some(reply);
                         continue;
+                    }
+                    Err(SendError::Invalid(code)) => {
+                        self.keep_unsent(&reply, &format!("message.send refused ({code})"));
+                        break Err(RunError::SessionInvalid { operation: "message.send", code });
                     }
                     Err(SendError::Refused(code)) => {
                         // The reply cannot be delivered: keep it for the operator, keep its note
                         // for the next reply, and go on.
                         self.keep_unsent(&reply, &format!("message.send refused ({code})"));
-                        after = Some(reply.message.id.clone());
+                        self.handled(&reply.id, &reply.digest, &notes);
+                        after = Some(reply.id.clone());
                     }
                 }
             }
@@ -354,46 +547,77 @@ impl<'a> Session<'a> {
                 None => json!({}),
             };
             let message = match self.call(Verb::MessageRead, &read_args) {
-                Ok(result) => {
+                Call::Stopped => break Ok(()),
+                Call::Done(Ok(result)) => {
                     failures = 0;
+                    // The mark went through.
+                    after = None;
                     result.get("message").cloned().unwrap_or(Value::Null)
                 }
-                Err(BrokerError::Refused { code, .. }) => {
-                    return Err(RunError::SessionInvalid(format!("message.read refused: {code}")));
+                Call::Done(Err(BrokerError::Refused { code, .. })) => {
+                    break Err(RunError::SessionInvalid { operation: "message.read", code });
                 }
-                Err(error) => {
-                    self.unreachable(&mut failures, &error.to_string())?;
+                Call::Done(Err(error)) => {
+                    if let Err(end) = self.unreachable(&mut failures, "message.read", error) {
+                        break Err(end);
+                    }
                     continue;
                 }
             };
             if message.is_null() {
                 if self.pause(self.run.poll_interval()) {
-                    return Ok(());
+                    break Ok(());
                 }
+                continue;
+            }
+            let digest = message_digest(&message);
+            if let Some(id) = message.get("id").and_then(Value::as_str)
+                && self.is_handled(id, &digest)
+            {
+                // Answered before (this runner or one before it on this run directory) and not
+                // marked read, the mark lost with the broker or a stop: mark it now, no turn.
+                eprintln!(
+                    "harness-runner: message {id} was answered already; it is marked read again"
+                );
+                after = Some(id.to_owned());
                 continue;
             }
             let message: Message = match serde_json::from_value(message.clone()) {
                 Ok(message) => message,
-                Err(error) => {
-                    // A message without a usable shape cannot be answered; mark it read if it has
-                    // an id, so one bad message cannot stop the session.
-                    eprintln!("harness-runner: a malformed message was skipped: {error}");
-                    match message.get("id").and_then(Value::as_str) {
-                        Some(id) => after = Some(id.to_owned()),
-                        None => self.unreachable(
-                            &mut failures,
-                            "message.read returned a message without an id",
-                        )?,
+                Err(error) => match self.malformed(&message, &digest, &error.to_string(), &notes) {
+                    Malformed::Answer(reply) => {
+                        pending = Some(reply);
+                        continue;
                     }
-                    continue;
-                }
+                    Malformed::Skip(id) => {
+                        after = id;
+                        if after.is_none() {
+                            let error = BrokerError::Protocol {
+                                verb: Verb::MessageRead,
+                                detail: "a message without an id".to_owned(),
+                            };
+                            if let Err(end) = self.unreachable(&mut failures, "message.read", error)
+                            {
+                                break Err(end);
+                            }
+                        }
+                        continue;
+                    }
+                },
             };
-            let number = next_turn(self.run);
-            let outcome = self.turn(&message, number, &session_id)?;
+            let (number, outcome) = match self.turn(&message, &session_id) {
+                Ok(turn) => turn,
+                Err(error) => break Err(error),
+            };
+            // Whatever the turn started and left behind (Pi's detached bash commands) goes now.
+            let swept = sweep_descendants();
+            if swept > 0 {
+                eprintln!("harness-runner: turn {number:04} left {swept} processes; killed");
+            }
             // What the log gained in this turn becomes the note on the next RESULT.
             notes.gather();
             let answer = match outcome {
-                TurnOutcome::Stopped => return Ok(()),
+                TurnOutcome::Stopped => break Ok(()),
                 TurnOutcome::Answer(answer) => answer,
                 TurnOutcome::Failed(reason) => format!("The turn failed: {reason}"),
             };
@@ -405,104 +629,220 @@ impl<'a> Session<'a> {
             }
             if message.kind == MessageKind::Result {
                 // An incoming RESULT never gets an automatic reply; its note waits for one.
+                self.handled(&message.id, &digest, &notes);
                 after = Some(message.id.clone());
                 continue;
             }
             let result = notes.compose(&answer);
-            pending = Some(Pending { message, result, turn: number });
+            pending = Some(Pending {
+                id: message.id.clone(),
+                digest,
+                from: message.from.clone(),
+                result,
+                turn: Some(number),
+            });
+        };
+        self.save_state(&notes);
+        if let Some(id) = after {
+            self.mark_only(&id);
+        }
+        result
+    }
+
+    /// Marks `id` read without taking the next message (`message.read` with `after` and
+    /// `limit: 0`), once, before the runner exits: a message answered and not yet marked.
+    fn mark_only(&self, id: &str) {
+        let broker = if self.stopped() { &self.leaving } else { &self.broker };
+        if let Err(error) =
+            broker.call(&self.cap, Verb::MessageRead, &json!({"after": id, "limit": 0}))
+        {
+            eprintln!(
+                "harness-runner: message {id} could not be marked read ({error}); its answer is \
+                 recorded, so the next runner marks it and does not answer it again"
+            );
+        }
+    }
+
+    /// A message that does not parse: answered `The turn failed: malformed message: …` when
+    /// its id and sender can be read, else skipped.
+    fn malformed(
+        &mut self,
+        message: &Value,
+        digest: &str,
+        reason: &str,
+        notes: &ResultNotes,
+    ) -> Malformed {
+        let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+        let from = message.get("from").and_then(Value::as_str).filter(|from| !from.is_empty());
+        let shown = id.map_or_else(|| "without an id".to_owned(), |id| id.to_owned());
+        eprintln!("harness-runner: malformed message {shown}: {reason}");
+        match (id, from) {
+            (Some(id), Some(from)) => Malformed::Answer(Pending {
+                id: id.to_owned(),
+                digest: digest.to_owned(),
+                from: from.to_owned(),
+                result: notes.compose(&format!("The turn failed: malformed message: {reason}")),
+                turn: None,
+            }),
+            (Some(id), None) => {
+                self.handled(id, digest, notes);
+                Malformed::Skip(Some(id.to_owned()))
+            }
+            (None, _) => Malformed::Skip(None),
         }
     }
 
     /// One broker call failed without an answer; past `brokerRetries` in a row the run ends.
-    fn unreachable(&self, failures: &mut u32, error: &str) -> Result<(), RunError> {
+    fn unreachable(
+        &self,
+        failures: &mut u32,
+        operation: &'static str,
+        error: BrokerError,
+    ) -> Result<(), RunError> {
         *failures += 1;
         eprintln!(
             "harness-runner: the broker did not answer ({failures}/{}): {error}",
             self.run.file.broker_retries
         );
         if *failures >= self.run.file.broker_retries {
-            return Err(RunError::BrokerUnreachable(format!(
-                "{failures} broker polls in a row failed; the last: {error}"
-            )));
+            return Err(RunError::BrokerUnreachable { operation, tries: *failures, source: error });
         }
         let _ = self.pause(self.run.poll_interval());
         Ok(())
     }
 
-    /// Reads the state, writes the request and runs the adapter.
-    fn turn(
-        &self,
-        message: &Message,
-        number: u32,
-        session_id: &str,
-    ) -> Result<TurnOutcome, RunError> {
-        let files = TurnFiles::new(self.run, number);
+    /// Reads the state, writes the request and runs the adapter; returns the turn's number.
+    fn turn(&self, message: &Message, session_id: &str) -> Result<(u32, TurnOutcome), RunError> {
         let read_at = request::now_rfc3339();
         let state = match self.call(Verb::State, &json!({"cap": self.run.file.state_cap})) {
-            Ok(result) => request::state_block(&result, &read_at, self.run.file.state_cap)
-                .ok_or_else(|| "malformed-state".to_owned()),
-            Err(BrokerError::Refused { code, .. }) if SESSION_INVALID.contains(&code.as_str()) => {
-                return Err(RunError::SessionInvalid(format!("state refused: {code}")));
+            Call::Stopped => return Ok((0, TurnOutcome::Stopped)),
+            Call::Done(Ok(result)) => {
+                request::state_block(&result, &read_at, self.run.file.state_cap)
+                    .ok_or_else(|| "malformed-state".to_owned())
             }
-            Err(BrokerError::Refused { code, .. }) => Err(code.to_string()),
-            Err(_) => Err("broker-unreachable".to_owned()),
+            Call::Done(Err(BrokerError::Refused { code, .. }))
+                if SESSION_INVALID.contains(&code.as_str()) =>
+            {
+                return Err(RunError::SessionInvalid { operation: "state", code });
+            }
+            Call::Done(Err(BrokerError::Refused { code, .. })) => Err(code.to_string()),
+            Call::Done(Err(_)) => Err("broker-unreachable".to_owned()),
         };
+        let header = format!("{}{}\n", request::header(message), message.text);
         let block = match state {
             Ok(block) => block,
             Err(code) => {
-                // The turn fails without running the adapter; its stderr file still marks it.
-                write_private(
-                    &files.stderr,
-                    format!("could not read the current state: {code}\n").as_bytes(),
+                // The turn fails without running the adapter; its files still mark it.
+                let reason = format!("could not read the current state: {code}");
+                let files = TurnFiles::claim_failed(
+                    self.run,
+                    next_turn(self.run),
+                    format!("{reason}\n").as_bytes(),
                 )?;
-                return Ok(TurnOutcome::Failed(format!(
-                    "could not read the current state: {code}"
-                )));
+                return Ok((files.number, TurnOutcome::Failed(reason)));
             }
         };
-        let text = format!("{block}\n{}{}\n", request::header(message), message.text);
-        write_private(&files.request, text.as_bytes())?;
-        run_turn(self.run, &files, session_id, self.stop)
+        let text = format!("{block}\n{header}");
+        let files = TurnFiles::claim(self.run, next_turn(self.run), text.as_bytes())?;
+        let context = TurnContext {
+            run: self.run,
+            session_id,
+            env: &self.config.env,
+            stop: &self.config.stop,
+        };
+        Ok((files.number, run_turn(&context, &files)?))
     }
 
     /// Keeps a RESULT the broker did not take in `turns/NNNN.unsent` and says so on stderr.
     fn keep_unsent(&self, reply: &Pending, why: &str) {
-        let unsent = self.run.dir.join(format!("turns/{:04}.unsent", reply.turn));
-        let kept = match write_private(&unsent, reply.result.text().as_bytes()) {
-            Ok(()) => format!("it is kept in {}", unsent.display()),
-            Err(error) => format!("it could not be kept: {error}"),
+        let kept = match reply.turn {
+            Some(turn) => {
+                let unsent = self.run.dir.join(format!("turns/{turn:04}.unsent"));
+                match write_private(&unsent, reply.result.text().as_bytes()) {
+                    Ok(()) => format!("it is kept in {}", unsent.display()),
+                    Err(error) => format!("it could not be kept: {error}"),
+                }
+            }
+            None => "it answered a malformed message and is not kept".to_owned(),
         };
         eprintln!(
             "harness-runner: the RESULT to message {} was not delivered: {why}; {kept}",
-            reply.message.id
+            reply.id
         );
     }
 
     fn send(&self, reply: &Pending) -> Result<(), SendError> {
         let args = json!({
-            "to": reply.message.from,
-            "replyTo": reply.message.id,
+            "to": reply.from,
+            "replyTo": reply.id,
             "kind": "result",
             "text": reply.result.text(),
         });
         match self.call(Verb::MessageSend, &args) {
-            Ok(_) => Ok(()),
-            Err(BrokerError::Refused { code, .. }) => Err(SendError::Refused(code.to_string())),
-            Err(error) => Err(SendError::Retry(error.to_string())),
+            Call::Stopped => Err(SendError::Stopped),
+            Call::Done(Ok(_)) => Ok(()),
+            Call::Done(Err(BrokerError::Refused { code, .. }))
+                if SESSION_INVALID.contains(&code.as_str()) =>
+            {
+                Err(SendError::Invalid(code))
+            }
+            Call::Done(Err(BrokerError::Refused { code, .. })) => Err(SendError::Refused(code)),
+            Call::Done(Err(error)) => Err(SendError::Retry(error)),
         }
     }
 }
 
-enum SendError {
-    /// No answer: try again.
-    Retry(String),
-    /// The broker refused it.
-    Refused(String),
+enum Malformed {
+    /// Answer it with this reply.
+    Answer(Pending),
+    /// Skip it, marking it read if it has an id.
+    Skip(Option<String>),
 }
 
-/// Reads the environment as pairs, for [`RunnerConfig::env`].
-pub fn environment() -> Vec<(String, String)> {
-    std::env::vars_os()
-        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
-        .collect()
+enum SendError {
+    /// No answer: try again.
+    Retry(BrokerError),
+    /// A stop came while the send was under way.
+    Stopped,
+    /// The broker refused it: the capability or the claim stopped working (exit 22).
+    Invalid(RefusalCode),
+    /// The broker refused it otherwise.
+    Refused(RefusalCode),
+}
+
+/// Reads the runner state; a missing or unreadable one starts empty (said on stderr).
+fn load_state(run: &Run) -> RunnerState {
+    let path = run.state_dir().join(STATE_FILE);
+    match read_capped(&path, MAX_READ) {
+        Ok(None) => RunnerState::default(),
+        Ok(Some(bytes)) => {
+            let mut state: RunnerState = serde_json::from_slice(&bytes).unwrap_or_else(|error| {
+                eprintln!(
+                    "harness-runner: {} is not valid ({error}); starting afresh",
+                    path.display()
+                );
+                RunnerState::default()
+            });
+            // The newest entries only, however many the file holds.
+            let extra = state.handled.len().saturating_sub(HANDLED_KEPT);
+            state.handled.drain(..extra);
+            state
+        }
+        Err(error) => {
+            eprintln!("harness-runner: {error}; the runner state starts afresh");
+            RunnerState::default()
+        }
+    }
+}
+
+/// Writes the runner state whole: a new file next to it, renamed over it.
+fn save_state(run: &Run, state: &RunnerState) -> Result<(), RunError> {
+    let dir = run.state_dir();
+    let path = dir.join(STATE_FILE);
+    let fresh = dir.join(format!("{STATE_FILE}.{}", std::process::id()));
+    let bytes = serde_json::to_vec(state)
+        .map_err(|source| RunError::Json { path: path.clone(), source })?;
+    let _ = std::fs::remove_file(&fresh);
+    write_private(&fresh, &bytes)?;
+    std::fs::rename(&fresh, &path).map_err(RunError::io("replace", &path))
 }

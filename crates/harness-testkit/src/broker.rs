@@ -1,4 +1,4 @@
-//! A scripted broker speaking DESIGN.md contract 4 (`docs/protocol.md`), for any test.
+//! A scripted broker speaking docs/contracts.md, contract 4 (`docs/protocol.md`), for any test.
 //!
 //! It binds a Unix socket in its own temporary directory, answers every request line from a
 //! per-verb script (a sticky answer, with one-shot answers queued in front of it), and records
@@ -34,6 +34,8 @@ pub enum BrokerAnswer {
     Raw(String),
     /// No answer at all for this long, then the connection is closed.
     Silence(Duration),
+    /// This result, but only after this long (a broker that is slow, not gone).
+    Late(Duration, Value),
 }
 
 impl BrokerAnswer {
@@ -186,6 +188,10 @@ fn serve(stream: &UnixStream, state: &Mutex<State>) {
         let answer = decide(state, line.trim_end());
         let reply = match answer {
             Reply::Line(reply) => reply,
+            Reply::Late(pause, reply) => {
+                thread::sleep(pause);
+                reply
+            }
             Reply::Silence(pause) => {
                 thread::sleep(pause);
                 return;
@@ -200,6 +206,7 @@ fn serve(stream: &UnixStream, state: &Mutex<State>) {
 
 enum Reply {
     Line(String),
+    Late(Duration, String),
     Silence(Duration),
 }
 
@@ -241,5 +248,8 @@ fn decide(state: &Mutex<State>, line: &str) -> Reply {
         ),
         BrokerAnswer::Raw(line) => Reply::Line(line),
         BrokerAnswer::Silence(pause) => Reply::Silence(pause),
+        BrokerAnswer::Late(pause, result) => {
+            Reply::Late(pause, json!({"id": id, "ok": true, "result": result}).to_string())
+        }
     }
 }

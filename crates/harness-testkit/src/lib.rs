@@ -11,12 +11,17 @@
 //! [`ScriptedBroker`] speaks the broker protocol (DESIGN.md contract 4) on a Unix socket from a
 //! per-verb script, refusals included, and records every call.
 //!
+//! [`run_canary`] is the gate's oracle made of the real CLIs: thousands of generated hostile tool
+//! calls through the bundle's adapter, judged by what reaches the model and what changes outside
+//! the workspace, and replayed with an allow-all gate to show the oracle sees escapes.
+//!
 //! It deliberately does not model the real API beyond what the two CLIs need (no token counting, no
 //! non-streaming replies, no thinking blocks), does not install anything (that is
 //! `cargo xtask setup`), and is never linked into a shipped binary (`publish = false`).
 
 mod bins;
 mod broker;
+mod canary;
 mod clis;
 mod gate_scenario;
 mod host;
@@ -30,6 +35,10 @@ mod transcript;
 
 pub use bins::{assert_help_and_version, workspace_binary};
 pub use broker::{BrokerAnswer, BrokerCall, ScriptedBroker};
+pub use canary::{
+    CONTENT_TOKEN, CanaryCall, CanaryConfig, CanaryReport, Escape, Family, FamilyCounts, GateKind,
+    INSIDE_TOKEN, NAME_TOKEN, run_canary, without_restricted,
+};
 pub use clis::{
     Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, require_node, tools_bin_dir, workspace_root,
 };

@@ -1,7 +1,7 @@
 //! What the scripted Messages API saw: one record per HTTP request, with helpers that pull out the
 //! parts a test asserts on (tool results, system prompt, tool names, all text).
 //!
-//! The helpers follow the request shapes CLIS.md records: `content` is a string or a list of
+//! The helpers follow the request shapes docs/clis.md records: `content` is a string or a list of
 //! blocks, a tool_result's `content` is a string or a list of text blocks, and Claude Code puts
 //! `role: "system"` entries inside `messages`, often after the user message that carries the
 //! tool results.

@@ -3,7 +3,7 @@
 //!
 //! The environment is built from nothing (`env_clear`), so a developer's `ANTHROPIC_API_KEY`,
 //! `~/.claude` or `~/.pi` can never leak into a test, and nothing a CLI writes lands in the real
-//! home: CLIS.md verified that with `HOME`, `CLAUDE_CONFIG_DIR` and `PI_CODING_AGENT_DIR` all inside
+//! home: docs/clis.md verified that with `HOME`, `CLAUDE_CONFIG_DIR` and `PI_CODING_AGENT_DIR` all inside
 //! the scratch directory, the real `~` stays untouched.
 
 use std::fs::{DirBuilder, OpenOptions};

@@ -152,7 +152,7 @@ pub(crate) fn error_body(error_type: &str, message: &str) -> String {
     json!({"type": "error", "error": {"type": error_type, "message": message}}).to_string()
 }
 
-/// Renders the minimal event sequence both CLIs accept (CLIS.md section 0).
+/// Renders the minimal event sequence both CLIs accept (docs/clis.md).
 fn render_sse(
     blocks: &[Block],
     stop_reason: Option<&str>,

@@ -49,6 +49,12 @@ pub struct SessionOptions {
     pub turn_timeout: u64,
     /// A real Anthropic-compatible endpoint to use instead of the scripted model.
     pub endpoint: Option<Endpoint>,
+    /// The role's projects (none by default), for the git tools.
+    pub projects: Vec<harness_tools::Project>,
+    /// Actions added to the role's `withinRole` (e.g. `review.verdict` for `fetch_review`).
+    pub actions: Vec<String>,
+    /// Fields set in run.json over the scenario's own (e.g. `gitSocket`, `confine`).
+    pub run_json: serde_json::Map<String, Value>,
 }
 
 /// A real Anthropic-compatible Messages API: its base URL (without `/v1`), the model id, and the
@@ -80,6 +86,9 @@ impl SessionOptions {
             limits: None,
             turn_timeout: 120,
             endpoint: None,
+            projects: Vec::new(),
+            actions: Vec::new(),
+            run_json: serde_json::Map::new(),
         }
     }
 }
@@ -151,7 +160,8 @@ impl SessionScenario {
         }
         resolved.services.clear();
         resolved.skills.clear();
-        resolved.projects.clear();
+        resolved.projects = options.projects.clone();
+        resolved.actions.within_role.extend(options.actions.iter().cloned());
         let module = module(harness).ok_or_else(|| io::Error::other("no harness module"))?;
         build_bundle(&BundleRequest {
             dir: run.join("bundle"),
@@ -183,7 +193,7 @@ impl SessionScenario {
             "apiKey": "$SCRIPTED_API_KEY",
             "models": [{"id": model_id, "reasoning": false, "contextWindow": 200000, "maxTokens": 4096}],
         }}});
-        let run_json = json!({
+        let mut run_json = json!({
             "broker": broker.socket(),
             "workspace": workspace,
             "cli": cli.program(),
@@ -200,6 +210,9 @@ impl SessionScenario {
                 "pi-agent/settings.json": json!({"retry": {"enabled": false}}).to_string(),
             },
         });
+        if let Some(fields) = run_json.as_object_mut() {
+            fields.extend(options.run_json.clone());
+        }
         std::fs::write(run.join("run.json"), run_json.to_string())?;
         broker
             .answer("role.claim", BrokerAnswer::result(json!({"run": "run-demo-1"})))

@@ -125,7 +125,9 @@ fn check_kind(kind: &Kind, value: &Value, field: &str) -> Result<(), ArgError> {
     match kind {
         Kind::Str { min, max } => {
             let text = value.as_str().ok_or_else(|| wrong("a string"))?;
-            size(text.chars().count(), *min, *max, field, "characters")
+            // Counted as the spec's JavaScript counts a string's length: UTF-16 code units, so a
+            // character outside the Basic Multilingual Plane counts two.
+            size(text.encode_utf16().count(), *min, *max, field, "characters")
         }
         Kind::Int { min, max } => {
             let out_of_range = || ArgError::Range {

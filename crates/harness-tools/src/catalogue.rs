@@ -18,7 +18,7 @@ pub const ORGANIZATION_KEYS: &[&str] = &["limits", "models", "instances", "assis
 /// `change_organization`'s `assistants[].definition`); kept with [`ORGANIZATION_KEYS`].
 pub const THREAD_DEFINITION: &str = "assistant";
 
-/// A verb of the broker protocol (DESIGN.md contract 4). The tools use some; the runner uses
+/// A verb of the broker protocol (docs/contracts.md, contract 4). The tools use some; the runner uses
 /// `role.claim`, `message.read`, `message.send`, `state` and `role.release`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Verb {
@@ -203,10 +203,26 @@ impl Grant {
     }
 }
 
+/// What the model is told of a broker verb's result: the result as it is, but for
+/// `organization.revision`, which the spec answers with `{revision}` alone. An error names what
+/// the broker's result lacks.
+pub fn shape_result(verb: Verb, result: serde_json::Value) -> Result<serde_json::Value, String> {
+    match verb {
+        Verb::OrganizationRevision => match result.get("revision") {
+            Some(revision) if revision.is_string() || revision.is_i64() || revision.is_u64() => {
+                Ok(serde_json::json!({"revision": revision}))
+            }
+            _ => Err("the broker's organization.revision result holds no revision".to_owned()),
+        },
+        _ => Ok(result),
+    }
+}
+
 /// The type and bounds of one argument.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {
-    /// A string of `min..=max` characters (Unicode scalar values).
+    /// A string of `min..=max` characters, counted as JavaScript's `length` counts them (UTF-16
+    /// code units), as the spec's bounds are.
     Str {
         /// Fewest characters.
         min: usize,

@@ -24,7 +24,7 @@ mod wire;
 pub use args::{ArgError, prepare_args};
 pub use catalogue::{
     CATALOGUE, GitOp, Grant, Kind, ORGANIZATION_KEYS, Param, Route, THREAD_DEFINITION, ToolDef,
-    Verb, tool,
+    Verb, shape_result, tool,
 };
 pub use reply::{REPLY_CAP, ReplyTooLarge, reply_len, reply_text};
 pub use resolved::{

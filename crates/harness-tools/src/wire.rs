@@ -1,4 +1,4 @@
-//! The tool socket's wire types (DESIGN.md contract 5): one JSON object per line each way.
+//! The tool socket's wire types (docs/contracts.md, contract 5): one JSON object per line each way.
 //!
 //! Request: `{"tool": NAME, "args": {...}}` (`args` may be left out). Reply:
 //! `{"ok": true, "text": TEXT}`, where TEXT is the compact JSON the model reads, or

@@ -32,7 +32,7 @@ pub use hook::{
 };
 pub use lists::{Entry, LISTS_VERSION, Lists, MAX_ENTRIES, MAX_LISTS_BYTES, MAX_PATTERN_BYTES};
 pub use note::{
-    ANSWER_LIMIT, FlaggedReply, Gained, NOTE_LIMIT, OutgoingResult, RESULT_LIMIT, ResultNotes,
-    clip_answer,
+    ANSWER_LIMIT, FlaggedReply, Gained, NOTE_LIMIT, NotesCursor, OutgoingResult, RESULT_LIMIT,
+    ResultNotes, clip_answer,
 };
 pub use text::utf16_len;

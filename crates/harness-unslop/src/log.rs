@@ -176,6 +176,59 @@ pub fn read_from(path: &Path, from: u64) -> Result<LogSlice, UnslopError> {
     Ok(slice)
 }
 
+/// The most [`read_slice`] reads in one call.
+pub const MAX_SLICE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads the complete lines of the log at `path` from byte `from` on, as the runner must read a
+/// file the session can replace: never through a symbolic link (a link to `/dev/zero`), never
+/// blocking (a FIFO in the log's place), only a regular file, and at most [`MAX_SLICE_BYTES`]
+/// from `from` (the rest waits for the next call). A missing log reads as empty; anything else
+/// that is not a regular file is an error, which the caller counts as a broken check.
+pub fn read_slice(path: &Path, from: u64) -> Result<LogSlice, UnslopError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let log_error =
+        |source| UnslopError::Log { operation: "read", path: path.to_path_buf(), source };
+    let flags =
+        OFlags::RDONLY.union(OFlags::NOFOLLOW).union(OFlags::NONBLOCK).union(OFlags::CLOEXEC);
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(LogSlice { end: from, ..LogSlice::default() }),
+        Err(error) => return Err(log_error(error.into())),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|error| log_error(error.into()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(log_error(std::io::Error::other("the log is not a regular file")));
+    }
+    let len = u64::try_from(stat.st_size).unwrap_or(0);
+    let mut file = File::from(fd);
+    // A log shorter than the offset was replaced; read nothing rather than re-tell old lines.
+    let from = from.min(len);
+    file.seek(SeekFrom::Start(from)).map_err(log_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SLICE_BYTES).read_to_end(&mut bytes).map_err(log_error)?;
+    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+    if complete == 0 && bytes.len() as u64 >= MAX_SLICE_BYTES {
+        return Err(log_error(std::io::Error::other(format!(
+            "a line of the log is over {MAX_SLICE_BYTES} bytes"
+        ))));
+    }
+    Ok(parse_lines(&bytes[..complete], from))
+}
+
+fn parse_lines(bytes: &[u8], from: u64) -> LogSlice {
+    let mut slice = LogSlice { end: from + bytes.len() as u64, ..LogSlice::default() };
+    for line in bytes.split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Record>(line) {
+            Ok(record) => slice.records.push(record),
+            Err(_) => slice.unreadable += 1,
+        }
+    }
+    slice
+}
+
 /// Returns true if and only if the log at `path` already holds a `broken_lists` line. A log that
 /// cannot be read counts as not holding one, so the reason is logged rather than lost.
 pub(crate) fn has_broken_lists(path: &Path) -> bool {

@@ -10,7 +10,9 @@
 use std::path::PathBuf;
 
 use crate::error::error_chain;
-use crate::log::{Event, read_from};
+use serde::{Deserialize, Serialize};
+
+use crate::log::{Event, read_slice};
 use crate::text::{clip_chars, prefix_utf16, utf16_len};
 
 /// The most the note may hold, both parts together, in UTF-16 code units.
@@ -40,7 +42,8 @@ pub struct ResultNotes {
     broken: Broken,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 enum Broken {
     Fine,
     Untold(String),
@@ -48,7 +51,7 @@ enum Broken {
 }
 
 /// A flagged reply not yet named in a sent RESULT.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlaggedReply {
     /// The reply's number in the run, counting every reply that got a verdict, from 1.
     pub number: u64,
@@ -56,6 +59,18 @@ pub struct FlaggedReply {
     pub start: String,
     /// The ids of the entries it matched.
     pub ids: Vec<String>,
+}
+
+/// Where a [`ResultNotes`] stands, for the runner to keep across a restart: the log offset read
+/// so far, the replies counted, the flagged replies not yet told and whether the broken check
+/// was told. It is the runner's own state; its fields are not an interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NotesCursor {
+    cursor: u64,
+    replies_seen: u64,
+    pending: Vec<FlaggedReply>,
+    broken: Broken,
 }
 
 /// What one [`ResultNotes::gather`] read.
@@ -102,11 +117,33 @@ impl ResultNotes {
         }
     }
 
+    /// Resumes the state a runner kept with [`ResultNotes::cursor`], for the same log: nothing
+    /// told before is told again.
+    pub fn resume(log: impl Into<PathBuf>, kept: NotesCursor) -> Self {
+        Self {
+            log: log.into(),
+            cursor: kept.cursor,
+            replies_seen: kept.replies_seen,
+            pending: kept.pending,
+            broken: kept.broken,
+        }
+    }
+
+    /// Returns where this state stands, for [`ResultNotes::resume`].
+    pub fn cursor(&self) -> NotesCursor {
+        NotesCursor {
+            cursor: self.cursor,
+            replies_seen: self.replies_seen,
+            pending: self.pending.clone(),
+            broken: self.broken.clone(),
+        }
+    }
+
     /// Reads what the log gained since the last call. A log that cannot be read is a broken check
     /// (told once, like any other), never an error for the runner.
     pub fn gather(&mut self) -> Gained {
         let mut gained = Gained::default();
-        let slice = match read_from(&self.log, self.cursor) {
+        let slice = match read_slice(&self.log, self.cursor) {
             Ok(slice) => slice,
             Err(error) => {
                 let reason = error_chain(&error);

@@ -1,4 +1,4 @@
-//! DESIGN.md contract 1: exit 0 allows; exit 2 blocks with a one-line reason on stderr; every
+//! docs/contracts.md, contract 1: exit 0 allows; exit 2 blocks with a one-line reason on stderr; every
 //! error, a panic included, exits 2.
 
 use std::io::Write;

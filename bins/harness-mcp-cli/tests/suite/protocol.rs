@@ -1,4 +1,4 @@
-//! The binary's contract: Claude Code 2.1.296's handshake (CLIS.md §1.7) answered at once, the
+//! The binary's contract: Claude Code 2.1.296's handshake (docs/clis.md) answered at once, the
 //! bundle's tools listed, calls forwarded, and malformed input answered with a JSON-RPC error
 //! while the server keeps serving. stdout carries nothing but JSON-RPC.
 

@@ -135,11 +135,13 @@ fn sigterm_before_the_capability_arrives_exits_0_without_claiming() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The host has not written the capability yet.
+    // The host has not written the capability yet, and stdin stays open.
     std::thread::sleep(Duration::from_millis(200));
+    let stopping = std::time::Instant::now();
     terminate(&child);
     let output = finish(child, LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stopping.elapsed() < Duration::from_secs(2), "took {:?}", stopping.elapsed());
     assert!(fx.broker.calls().is_empty(), "nothing is claimed: {:?}", fx.broker.calls());
 }
 

@@ -22,12 +22,38 @@ case "${TEST_MODE:-ok}" in
   ok) printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
   fail) echo "boom" >&2; exit 3 ;;
   nomarker) echo "no marker written" ;;
-  hang) sleep 300 & echo $! > "$MOSAIC_RUN/bg.pid"; sleep 300 ;;
-  pids) sleep 300 & echo "$! $$" > "$MOSAIC_RUN/pids.tmp"; mv "$MOSAIC_RUN/pids.tmp" "$MOSAIC_RUN/pids"; sleep 300 ;;
-  env) env > "$MOSAIC_RUN/adapter.env"; printf done > "$MOSAIC_TURN_MARKER"; echo env ;;
+  hang) sleep 300 & echo $! > "$MOSAIC_SESSION_DIR/bg.pid"; sleep 300 ;;
+  pids) sleep 300 & echo "$! $$" > "$MOSAIC_SESSION_DIR/pids.tmp"; mv "$MOSAIC_SESSION_DIR/pids.tmp" "$MOSAIC_SESSION_DIR/pids"; sleep 300 ;;
+  env) env > "$MOSAIC_SESSION_DIR/adapter.env"; printf done > "$MOSAIC_TURN_MARKER"; echo env ;;
+  detach) setsid sh -c 'sleep 40; :' "$TEST_MARK" &
+    printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
+  silent) printf done > "$MOSAIC_TURN_MARKER" ;;
+  leave) setsid sh -c 'sleep 40; :' "$TEST_MARK" > /dev/null 2>&1 < /dev/null &
+    printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
+  leavehang) setsid sh -c 'sleep 40; :' "$TEST_MARK" > /dev/null 2>&1 < /dev/null &
+    echo started > "$MOSAIC_SESSION_DIR/started"; sleep 300 ;;
+  fifo) rm -f "$MOSAIC_UNSLOP_LOG"; mkfifo "$MOSAIC_UNSLOP_LOG"
+    printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
+  zero) rm -f "$MOSAIC_UNSLOP_LOG"; ln -s /dev/zero "$MOSAIC_UNSLOP_LOG"
+    printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
+  ahead) next=$(printf %04d $((MOSAIC_TURN + 1)))
+    ln -s "$MOSAIC_WORKSPACE/victim" "$MOSAIC_RUN/turns/$next.request"
+    printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
+  memread)
+    # Counts the lines of process $1's writable memory that hold TEST_MARK.
+    scan() { grep ' rw.p ' "/proc/$1/maps" 2> /dev/null | while read -r range rest; do
+      start=$((0x${range%-*} / 4096)); end=$((0x${range#*-} / 4096))
+      dd if="/proc/$1/mem" bs=4096 skip=$start count=$((end - start)) 2> /dev/null
+    done | grep -a -c "$TEST_MARK"; }
+    if dd if=/proc/$PPID/mem bs=1 count=0 2> /dev/null; then echo open-ok; else echo open-denied; fi > "$MOSAIC_SESSION_DIR/memread"
+    scan $PPID >> "$MOSAIC_SESSION_DIR/memread"
+    # The control: the same scan finds TEST_MARK in this shell's own environment.
+    scan $$ >> "$MOSAIC_SESSION_DIR/memread"
+    printf done > "$MOSAIC_TURN_MARKER"; echo "answered: read" ;;
   slop) printf done > "$MOSAIC_TURN_MARKER"
     printf '%s\n' '{"ts":"2026-11-30T03:00:00.000Z","harness":"pi","event":"flagged","reply_chars":26,"reply_start":"Let us delve into the plan","findings":[{"id":"delve","source":"Kobak et al. 2024","match":"delve"}]}' >> "$MOSAIC_UNSLOP_LOG"
     echo "Let us delve into the plan." ;;
+  probe) printf done > "$MOSAIC_TURN_MARKER"; . "$MOSAIC_WORKSPACE/probe.sh" ;;
 esac
 "#;
 
@@ -126,7 +152,7 @@ impl Fixture {
             "turnTimeout": 20,
             "brokerRetries": 3,
             "pollInterval": 0.02,
-            "passEnv": ["TEST_MODE"],
+            "passEnv": ["TEST_MODE", "TEST_MARK"],
         });
         edit(&mut run_json);
         std::fs::write(run.join("run.json"), run_json.to_string()).unwrap();

@@ -39,7 +39,7 @@ fn garbage_run_json_exits_2_naming_what_was_wrong() {
         ("not UTF-8 in a path", [&text.as_bytes()[..text.len() - 1], b",\"bundle\":\"\xff\"}"].concat(), "run.json is not valid: invalid unicode code point"),
         ("100k open brackets", deep.clone().into_bytes(), "run.json is not valid"),
         ("deep passEnv", format!(r#"{{"passEnv": {deep}"#).into_bytes(), "invalid type: sequence, expected a string"),
-        ("oversized", [b"{\"broker\": \"".to_vec(), vec![b'x'; 20 << 20], b"\"".to_vec()].concat(), "run.json is not valid: EOF while parsing"),
+        ("oversized", [b"{\"broker\": \"".to_vec(), vec![b'x'; 20 << 20], b"\"".to_vec()].concat(), "run.json: is over 4194304 bytes"),
         ("an array", b"[]".to_vec(), "run.json is not valid"),
         ("two objects", format!("{text} {text}").into_bytes(), "trailing characters"),
         ("an unknown field", with("cap", json!(CAP)), "unknown field `cap`"),
@@ -168,7 +168,7 @@ fn a_panic_on_another_thread_stops_the_session_and_exits_101() {
     let fx = Fixture::new();
     fx.broker
         .answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hang on")));
-    let trigger = fx.run.join("bg.pid");
+    let trigger = fx.run.join("session/bg.pid");
     let child = fx.spawn(&[
         ("TEST_MODE", "hang"),
         ("HARNESS_RUNNER_PANIC_FOR_TEST", trigger.to_str().unwrap()),

@@ -1,9 +1,14 @@
+mod confine;
+mod confined_clis;
 mod exits;
 mod faults;
 mod fixture;
 mod garbage;
+mod git_safety;
 mod git_tools;
+mod hostile;
 mod load;
+mod no_read_without_tool;
 mod real_sessions;
 mod s0_lines;
 mod turns;

@@ -326,7 +326,8 @@ fn s0_5_claude_code_bash_is_not_in_the_tool_limit() {
     assert!(result.is_error && !result.text.contains("bash-ran-42"), "{result:?}");
 }
 
-// --restricted: no CLAUDE.md, user or workspace, reaches the model; without it, one does.
+// --restricted: no CLAUDE.md, user or workspace, reaches the model; without it and without the
+// adapter's `--setting-sources ""`, one does.
 
 #[test]
 fn restricted_keeps_claude_md_out_of_the_prompt_and_without_it_the_memory_reaches_the_model() {
@@ -354,7 +355,10 @@ fn restricted_keeps_claude_md_out_of_the_prompt_and_without_it_the_memory_reache
             std::fs::create_dir_all(&adapters).unwrap();
             for name in ["pi.sh", "claude-code.sh"] {
                 let original = std::fs::read_to_string(options.layout.adapters.join(name)).unwrap();
-                std::fs::write(adapters.join(name), original.replace("--restricted ", "")).unwrap();
+                // Both layers off: --restricted, and the adapter's `--setting-sources ""`.
+                let open =
+                    original.replace("--restricted ", "").replace("--setting-sources \"\" ", "");
+                std::fs::write(adapters.join(name), open).unwrap();
             }
             options.layout.adapters = adapters;
         },

@@ -78,7 +78,8 @@ fn a_turn_past_its_wall_clock_is_killed_with_its_whole_group() {
     let fx = Fixture::with_run_json(|run| run["turnTimeout"] = json!(1));
     let text = reply_in_mode(&fx, "hang");
     assert_eq!(text, "The turn failed: the turn ran past its wall clock of 1 s and was stopped");
-    let pid: u32 = std::fs::read_to_string(fx.run.join("bg.pid")).unwrap().trim().parse().unwrap();
+    let pid: u32 =
+        std::fs::read_to_string(fx.run.join("session/bg.pid")).unwrap().trim().parse().unwrap();
     wait_until(Duration::from_secs(5), "the background child gone", || !alive(pid));
 }
 
@@ -87,10 +88,12 @@ fn sigterm_mid_turn_kills_the_turn_and_exits_0() {
     let fx = Fixture::new();
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hello")));
     let child = fx.spawn(&[("TEST_MODE", "hang")]);
-    wait_until(LIMIT, "the turn's background child", || fx.run.join("bg.pid").is_file());
+    wait_until(LIMIT, "the turn's background child", || fx.run.join("session/bg.pid").is_file());
     let pid: u32 = loop {
-        if let Ok(pid) =
-            std::fs::read_to_string(fx.run.join("bg.pid")).unwrap_or_default().trim().parse()
+        if let Ok(pid) = std::fs::read_to_string(fx.run.join("session/bg.pid"))
+            .unwrap_or_default()
+            .trim()
+            .parse()
         {
             break pid;
         }
@@ -160,7 +163,7 @@ fn the_capability_is_in_no_environment_argv_or_file() {
     assert!(!contains(&environ), "the runner's environment holds the capability");
     assert!(!contains(&cmdline), "the runner's argv holds the capability");
     assert!(!contains(&output.stderr) && !contains(&output.stdout), "the runner's output holds it");
-    let adapter_env = std::fs::read(fx.run.join("adapter.env")).unwrap();
+    let adapter_env = std::fs::read(fx.run.join("session/adapter.env")).unwrap();
     assert!(!contains(&adapter_env), "the adapter's environment holds the capability");
     for file in files_under(&fx.run) {
         let bytes = std::fs::read(&file).unwrap_or_default();

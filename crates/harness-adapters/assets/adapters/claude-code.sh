@@ -37,8 +37,17 @@ else
   set -- --resume "$MOSAIC_SESSION_ID"
 fi
 
-exec "$MOSAIC_CLI" -p "$(cat "$MOSAIC_REQUEST")" --output-format text \
-  --restricted --disable-slash-commands \
+# Claude Code reads every file an `@path` mention in the prompt names (and lists a mentioned
+# directory) before any tool call, so no hook sees it, and the request is other sessions' text.
+# A mention starts with an `@` at the start of a word (or after 。、？！); a word joiner (U+2060,
+# not white space to Claude Code) before every `@` leaves none there. docs/gate.md has the evidence.
+request=$(LC_ALL=C sed "s/@/$(printf '\342\201\240')@/g" "$MOSAIC_REQUEST")
+
+# --setting-sources "" loads no user, project or local settings: a .claude/settings.json or
+# CLAUDE.md the session writes into its workspace never takes effect. Restricted mode stays as
+# the second layer for both.
+exec "$MOSAIC_CLI" -p "$request" --output-format text \
+  --restricted --disable-slash-commands --setting-sources "" \
   --settings "$MOSAIC_BUNDLE/settings.json" \
   --mcp-config "$MOSAIC_BUNDLE/mcp.json" --strict-mcp-config \
   --tools "$MOSAIC_TOOLS" --permission-mode dontAsk \

@@ -22,7 +22,7 @@ export PI_OFFLINE=1
 mkdir -p "$HOME" "$PI_CODING_AGENT_DIR" "$MOSAIC_SESSION_DIR/pi-sessions"
 cd "$MOSAIC_WORKSPACE"
 
-# --session-id creates the session on the first turn and continues it after (CLIS.md §2.7).
+# --session-id creates the session on the first turn and continues it after (docs/clis.md).
 exec "$MOSAIC_CLI" -p \
   --model "$MOSAIC_PROVIDER/$MOSAIC_MODEL" --thinking "$MOSAIC_THINKING" \
   --no-skills --no-extensions --no-context-files --no-prompt-templates --no-themes \

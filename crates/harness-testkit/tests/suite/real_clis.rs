@@ -13,7 +13,7 @@ use harness_testkit::{
 };
 use serde_json::{Value, json};
 
-/// CLIS.md: a scenario takes 2 to 4 s on a busy 2-core box; 60 s means something hung.
+/// docs/clis.md: a scenario takes 2 to 4 s on a busy 2-core box; 60 s means something hung.
 const DEADLINE: Duration = Duration::from_secs(60);
 const FILE_NAME: &str = "hello.txt";
 const FILE_TEXT: &str = "hello from the sandboxed work dir";

@@ -214,6 +214,6 @@ proptest::proptest! {
         }
         let end = serde_json::json!({"role": "pm", "reason": reason});
         let accepted = prepare_args(tool("end_run").unwrap(), &end).is_ok();
-        proptest::prop_assert_eq!(accepted, (1..=500).contains(&reason.chars().count()));
+        proptest::prop_assert_eq!(accepted, (1..=500).contains(&reason.encode_utf16().count()));
     }
 }

@@ -1,0 +1,250 @@
+//! The ruleset, built in the parent with every rule added, and the report of what it holds.
+
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+};
+
+use crate::error::ConfineError;
+use crate::policy::{Grant, Mode, Policy};
+
+/// The Landlock ABI that brought each part of the policy.
+const ABI_TCP: u32 = 4;
+const ABI_SCOPE: u32 = 6;
+const ABI_RESOLVE_UNIX: u32 = 9;
+
+/// What a domain holds, for the runner's log: the ABI, the mode, the rules applied and the ones
+/// that were not, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The kernel's Landlock ABI (0: none).
+    pub abi: u32,
+    /// The mode.
+    pub mode: &'static str,
+    /// True if and only if a domain will be entered.
+    pub confined: bool,
+    /// `grant path` for each rule applied.
+    pub applied: Vec<String>,
+    /// What the domain scopes (`abstract-unix-socket`, `signal`) and limits (`tcp-connect`).
+    pub scoped: Vec<String>,
+    /// What was not applied, and why.
+    pub not_applied: Vec<String>,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.confined {
+            write!(f, "not confined (confine \"{}\", Landlock ABI {})", self.mode, self.abi)?;
+        } else {
+            write!(
+                f,
+                "Landlock ABI {}, confine \"{}\": {}; {}",
+                self.abi,
+                self.mode,
+                self.applied.join(", "),
+                if self.scoped.is_empty() {
+                    "nothing scoped".to_owned()
+                } else {
+                    self.scoped.join(", ")
+                }
+            )?;
+        }
+        if !self.not_applied.is_empty() {
+            write!(f, "; not applied: {}", self.not_applied.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// A prepared domain: the ruleset descriptor (none when confinement is off or unavailable) and
+/// its report. Entering it in a child is [`Domain::attach`].
+#[derive(Debug)]
+pub struct Domain {
+    pub(crate) fd: Option<OwnedFd>,
+    report: Report,
+}
+
+impl Domain {
+    /// What the domain holds.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// True if and only if a child attached to it is confined.
+    pub fn confines(&self) -> bool {
+        self.fd.is_some()
+    }
+}
+
+/// Adds one rule. In best effort a rule the kernel refuses is reported and the ruleset kept as it
+/// was before it (a duplicate descriptor of the same ruleset): a rule missing denies more, never
+/// less. (A macro, since the crate's rule trait bound cannot be named outside it.)
+macro_rules! add_rule {
+    ($created:expr, $rule:expr, $required:expr, $what:expr, $report:expr) => {{
+        let created: RulesetCreated = $created;
+        match created.try_clone() {
+            Ok(kept) => match created.add_rule($rule) {
+                Ok(created) => created,
+                Err(error) => {
+                    not_applied($report, $required, $what, error.to_string())?;
+                    kept
+                }
+            },
+            Err(error) => {
+                not_applied(
+                    $report,
+                    $required,
+                    $what,
+                    format!("cannot keep the ruleset: {error}"),
+                )?;
+                created
+            }
+        }
+    }};
+}
+
+fn access_of(grant: Grant, abi: ABI, is_dir: bool) -> BitFlags<AccessFs> {
+    let all = AccessFs::from_all(abi);
+    let access = match grant {
+        Grant::ReadExec => AccessFs::from_read(abi),
+        Grant::Read => AccessFs::ReadFile | AccessFs::ReadDir,
+        Grant::ReadWrite => all,
+        Grant::ReadWriteFile => AccessFs::ReadFile | AccessFs::WriteFile,
+        Grant::Device => AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+        Grant::Connect => BitFlags::from(AccessFs::ResolveUnix),
+    };
+    let access = access & all;
+    if is_dir { access } else { access & AccessFs::from_file(abi) }
+}
+
+/// Builds the domain of `policy` at the best ABI the kernel offers. `"off"` builds nothing;
+/// `"best-effort"` applies what it can and reports the rest; `"required"` fails when Landlock is
+/// missing or any rule, port limit or scope cannot be applied.
+pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
+    let raw_abi = crate::sys::kernel_abi();
+    let mut report = Report { abi: raw_abi, mode: policy.mode.as_str(), ..Report::default() };
+    if policy.mode == Mode::Off {
+        return Ok(Domain { fd: None, report });
+    }
+    let required = policy.mode == Mode::Required;
+    if raw_abi == 0 {
+        if required {
+            return Err(ConfineError::Unavailable(
+                "landlock_create_ruleset reports no ABI (not built in or not enabled)".to_owned(),
+            ));
+        }
+        report.not_applied.push("everything (the kernel offers no Landlock)".to_owned());
+        return Ok(Domain { fd: None, report });
+    }
+    let abi = ABI::from(i32::try_from(raw_abi).unwrap_or(i32::MAX));
+    let level = if required { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(ConfineError::Ruleset)?;
+    match &policy.connect_ports {
+        Some(_) if raw_abi >= ABI_TCP => {
+            ruleset =
+                ruleset.handle_access(AccessNet::ConnectTcp).map_err(ConfineError::Ruleset)?;
+        }
+        Some(_) if required => {
+            return Err(ConfineError::Abi {
+                what: "limiting TCP connect",
+                needs: ABI_TCP,
+                abi: raw_abi,
+            });
+        }
+        Some(_) => report.not_applied.push(format!("tcp-connect ports (needs ABI {ABI_TCP})")),
+        None => {}
+    }
+    if raw_abi >= ABI_SCOPE {
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(ConfineError::Ruleset)?;
+        report.scoped.extend(["abstract-unix-socket".to_owned(), "signal".to_owned()]);
+    } else if required {
+        return Err(ConfineError::Abi {
+            what: "scoping signals and abstract sockets",
+            needs: ABI_SCOPE,
+            abi: raw_abi,
+        });
+    } else {
+        report
+            .not_applied
+            .push(format!("signal and abstract-socket scopes (need ABI {ABI_SCOPE})"));
+    }
+    let mut created = ruleset.create().map_err(ConfineError::Ruleset)?;
+    for rule in &policy.rules {
+        let fd = match PathFd::new(&rule.path) {
+            Ok(fd) => fd,
+            Err(_) if rule.optional => continue,
+            Err(error) => {
+                let reason = format!("cannot open it: {error}");
+                not_applied(&mut report, required, &rule.path, reason)?;
+                continue;
+            }
+        };
+        if rule.grant == Grant::Connect && raw_abi < ABI_RESOLVE_UNIX {
+            // Before ABI 9 Landlock does not restrict connecting to a pathname socket at all.
+            continue;
+        }
+        let is_dir = rustix::fs::fstat(&fd).map(|stat| {
+            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
+        });
+        let is_dir = match is_dir {
+            Ok(is_dir) => is_dir,
+            Err(error) => {
+                not_applied(&mut report, required, &rule.path, format!("cannot stat it: {error}"))?;
+                continue;
+            }
+        };
+        let access = access_of(rule.grant, abi, is_dir);
+        let before = report.not_applied.len();
+        created =
+            add_rule!(created, PathBeneath::new(fd, access), required, &rule.path, &mut report);
+        if report.not_applied.len() > before {
+            continue;
+        }
+        report.applied.push(format!("{} {}", rule.grant.as_str(), rule.path.display()));
+    }
+    if let Some(ports) = policy.connect_ports.as_ref().filter(|_| raw_abi >= ABI_TCP) {
+        for &port in ports {
+            let what = PathBuf::from(format!("tcp:{port}"));
+            created = add_rule!(
+                created,
+                NetPort::new(port, AccessNet::ConnectTcp),
+                required,
+                &what,
+                &mut report
+            );
+        }
+        let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+        report.scoped.push(format!("tcp-connect only to ports [{}]", list.join(",")));
+    } else if policy.connect_ports.is_none() {
+        report.scoped.push("tcp-connect open (run.json names no connectPorts)".to_owned());
+    }
+    let fd: Option<OwnedFd> = created.into();
+    report.confined = fd.is_some();
+    if fd.is_none() {
+        if required {
+            return Err(ConfineError::Unavailable("the ruleset has no descriptor".to_owned()));
+        }
+        report.not_applied.push("everything (no ruleset descriptor)".to_owned());
+    }
+    Ok(Domain { fd, report })
+}
+
+fn not_applied(
+    report: &mut Report,
+    required: bool,
+    path: &Path,
+    reason: String,
+) -> Result<(), ConfineError> {
+    if required {
+        return Err(ConfineError::Rule { path: path.to_path_buf(), reason });
+    }
+    report.not_applied.push(format!("{} ({reason})", path.display()));
+    Ok(())
+}
