@@ -4,9 +4,9 @@
 //! criterion, process-level ones as small bench binaries that time the release binaries against a
 //! floor measured in the same run, judge each figure against its target and print a Markdown
 //! report and one `bench-row` line per figure (harness-benchkit's [`Row`]). This module only
-//! builds them, runs them one after another, collects the rows (reading the two benches that print
-//! none, criterion's `decide` and the bundle's `build`, itself), and writes `docs/performance.md`:
-//! the summary table, then each bench's report between its markers.
+//! builds them, runs them one after another, collects the rows (judging criterion's `decide`, which
+//! prints none, itself), and writes `docs/performance.md`: the summary table, then each bench's
+//! report between its markers.
 //!
 //! A missed target is printed as MISSED but does not fail the command: the machine is shared and
 //! noisy, and the numbers are recorded as measured. A bench that cannot measure (a gate that
@@ -91,17 +91,12 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
             stdout.lines().partition(|line| Row::parse(line).is_some());
         let (mut found, mut report): (Vec<Row>, _) =
             (found.into_iter().filter_map(Row::parse).collect(), report.join("\n"));
-        match name {
-            "decide" => {
-                let median = criterion_median_us(&criterion.path().join("decide/read_inside"))?;
-                let row = ("gate", "decide() in process, a Read");
-                found.push(Row::at_most(row, Unit::Us, median, None, 20.0));
-                report = format!("```text\n{}\n```", report.trim());
-            }
-            "build" => found.push(bundle_row(&stdout).with_context(|| {
-                format!("`{}` printed no `bench-result` line:\n{stdout}", process::display(&cmd))
-            })?),
-            _ => {}
+        if name == "decide" {
+            // Criterion prints no row: its median estimate is judged here, at most 20 µs.
+            let median = criterion_median_us(&criterion.path().join("decide/read_inside"))?;
+            let row = ("gate", "decide() in process, a Read");
+            found.push(Row::at_most(row, Unit::Us, median, None, 20.0));
+            report = format!("```text\n{}\n```", report.trim());
         }
         ensure!(!found.is_empty(), "`{}` printed no `bench-row` line", process::display(&cmd));
         rows.extend(found);
@@ -144,17 +139,6 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     fs::write(&path, doc).with_context(|| format!("cannot write {}", path.display()))?;
     eprintln!("bench: wrote {DOC}");
     Ok(())
-}
-
-/// Reads the bundle bench's `bench-result bundle_build_us=B floor_us=F`; the target is 1.5×.
-fn bundle_row(stdout: &str) -> Option<Row> {
-    let rest = stdout.lines().find_map(|line| line.strip_prefix("bench-result "))?;
-    let figure = |key: &str| -> Option<f64> {
-        rest.split_whitespace().find_map(|pair| pair.strip_prefix(key)?.parse().ok())
-    };
-    let (build, floor) = (figure("bundle_build_us=")?, figure("floor_us=")?);
-    let floor = ("the same bytes with std::fs", floor);
-    Some(Row::ratio(("bundle", "build_bundle, three skills"), Unit::Us, build, floor, 1.5))
 }
 
 /// Reads criterion's median estimate, in ns, from `DIR/new/estimates.json`, and returns it in µs.
@@ -200,15 +184,6 @@ fn load_average() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_bundle_line_is_judged() {
-        let row =
-            bundle_row("build_bundle, …\nbench-result bundle_build_us=646.9 floor_us=426.6\n");
-        let row = row.unwrap();
-        assert_eq!((row.ratio.as_str(), row.target.as_str(), row.met), ("1.52×", "≤ 1.5×", false));
-        assert_eq!(bundle_row("no result"), None);
-    }
 
     #[test]
     fn blocks_are_replaced_between_markers_only() {

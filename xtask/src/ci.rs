@@ -17,10 +17,13 @@ type Step = fn(&Path) -> Result<()>;
 /// The steps, in the order they run.
 const STEPS: [(&str, Step); 6] = [
     ("setup", |root| setup::run(root).map(|_tools| ())),
-    ("fmt", fmt),
-    ("clippy", clippy),
+    ("fmt", |root| cargo(root, &["fmt", "--all", "--check"])),
+    ("clippy", |root| {
+        cargo(root, &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])
+    }),
     ("verify-pi", verify_pi::run),
-    ("test", test),
+    // `HARNESS_REQUIRE_CLIS=1` (below) makes a test that cannot find a real CLI fail, not skip.
+    ("test", |root| cargo(root, &["test", "--workspace"])),
     // After the tests, which built the binaries it drives: the real CLIs as the gate's oracle.
     ("canary", canary::ci_slice),
 ];
@@ -38,18 +41,9 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn fmt(root: &Path) -> Result<()> {
-    process::run_visible(&mut Cargo::locate(root)?.command(&["fmt", "--all", "--check"]))
-        .context("the code is not formatted; `cargo fmt --all` formats it")
-}
-
-fn clippy(root: &Path) -> Result<()> {
-    let args = ["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"];
-    process::run_visible(&mut Cargo::locate(root)?.command(&args))
-}
-
-/// Every test; `HARNESS_REQUIRE_CLIS=1` makes a test that cannot find a real CLI fail, not skip.
-fn test(root: &Path) -> Result<()> {
-    let mut cmd = Cargo::locate(root)?.command(&["test", "--workspace"]);
+/// Runs `cargo ARGS` in the workspace, its output visible (`cargo fmt --all` formats what `fmt`
+/// finds unformatted).
+fn cargo(root: &Path, args: &[&str]) -> Result<()> {
+    let mut cmd = Cargo::locate(root)?.command(args);
     process::run_visible(cmd.env("HARNESS_REQUIRE_CLIS", "1"))
 }

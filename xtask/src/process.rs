@@ -66,16 +66,6 @@ pub(crate) struct Captured {
     pub(crate) stderr: String,
 }
 
-impl Captured {
-    /// Returns the first non-blank line of stdout, or of stderr when stdout has none.
-    pub(crate) fn first_line(&self) -> &str {
-        fn first(text: &str) -> Option<&str> {
-            text.lines().map(str::trim).find(|line| !line.is_empty())
-        }
-        first(&self.stdout).or_else(|| first(&self.stderr)).unwrap_or("")
-    }
-}
-
 /// Runs `cmd` with stdout and stderr captured and kills it after `timeout`.
 ///
 /// Fails naming the command, its exit status and the tail of its stderr unless it exits 0.

@@ -85,11 +85,13 @@ impl Tools {
     fn version(&self, scratch: &Path, program: &str, ok: impl Fn(&str) -> bool) -> Result<String> {
         let mut cmd = self.isolated(program, scratch)?;
         cmd.arg("--version").current_dir(scratch);
-        let line = process::run_captured(&mut cmd, VERSION_TIMEOUT)?.first_line().to_owned();
-        if !ok(&line) {
+        let out = process::run_captured(&mut cmd, VERSION_TIMEOUT)?;
+        let text = if out.stdout.trim().is_empty() { &out.stderr } else { &out.stdout };
+        let line = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
+        if !ok(line) {
             bail!("`{}` printed `{line}`, which is not the pinned version", process::display(&cmd));
         }
-        Ok(line)
+        Ok(line.to_owned())
     }
 
     /// Checks Node, Pi and Claude Code; returns their version lines.
