@@ -6,7 +6,7 @@
 //! gets it back as an absolute `CARGO_TARGET_DIR`, so that a relative value cannot be read against
 //! another directory. A build returns the directory of its profile in that target directory.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -28,9 +28,7 @@ impl Cargo {
     /// the target directory.
     pub(crate) fn locate(root: &Path) -> Result<Self> {
         let program = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        let mut metadata = process::command(&program);
-        metadata.current_dir(root).args(["metadata", "--format-version", "1", "--no-deps"]);
-        let target = target_directory(&mut metadata)?;
+        let target = target_directory(&mut metadata(&program, root))?;
         Ok(Self { program, root: root.to_owned(), target })
     }
 
@@ -62,6 +60,16 @@ impl Cargo {
     }
 }
 
+/// Returns `cargo metadata` for the workspace at `root`, run in xtask's own directory: cargo reads a
+/// relative `CARGO_TARGET_DIR` against its working directory, so this one reads it as the cargo
+/// that started xtask did.
+fn metadata(program: &OsStr, root: &Path) -> Command {
+    let mut cmd = process::command(program);
+    cmd.args(["metadata", "--format-version", "1", "--no-deps", "--manifest-path"]);
+    cmd.arg(root.join("Cargo.toml"));
+    cmd
+}
+
 /// Runs `cargo metadata` and returns its `target_directory`.
 fn target_directory(metadata: &mut Command) -> Result<PathBuf> {
     let out = process::stdout_of(metadata)?;
@@ -76,12 +84,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cargo_target_dir_is_honoured() {
+    fn cargo_target_dir_is_honoured_absolute_or_relative_to_where_xtask_runs() {
         let dir = tempfile::tempdir().unwrap();
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let mut metadata = process::command(std::env::var_os("CARGO").unwrap_or("cargo".into()));
-        metadata.current_dir(root).args(["metadata", "--format-version", "1", "--no-deps"]);
-        metadata.env("CARGO_TARGET_DIR", dir.path());
-        assert_eq!(target_directory(&mut metadata).unwrap(), dir.path());
+        let cargo = std::env::var_os("CARGO").unwrap_or("cargo".into());
+        let mut absolute = metadata(&cargo, root);
+        absolute.env("CARGO_TARGET_DIR", dir.path().join("abs"));
+        assert_eq!(target_directory(&mut absolute).unwrap(), dir.path().join("abs"));
+        // It runs where xtask runs, as the cargo that started xtask did.
+        let mut relative = metadata(&cargo, root);
+        assert_eq!(relative.get_current_dir(), None);
+        relative.current_dir(dir.path()).env("CARGO_TARGET_DIR", "rel");
+        assert_eq!(target_directory(&mut relative).unwrap(), dir.path().join("rel"));
     }
 }
