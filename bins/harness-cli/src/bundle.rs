@@ -1,4 +1,4 @@
-//! `harness bundle build --request FILE --out DIR` and `harness bundle verify DIR`.
+//! `harness bundle build --request FILE --out DIR` and `harness bundle verify DIR [--digest D]`.
 
 use std::path::{Path, PathBuf};
 
@@ -12,9 +12,12 @@ pub(crate) fn run(args: &[&str]) -> Result<(), Failure> {
         | ["build", "--out", out, "--request", request] => {
             build(Path::new(request), Path::new(out))
         }
-        ["verify", dir] => verify(Path::new(dir)),
+        ["verify", dir] => verify(Path::new(dir), None),
+        ["verify", dir, "--digest", digest] | ["verify", "--digest", digest, dir] => {
+            verify(Path::new(dir), Some(digest))
+        }
         _ => Err(Failure::Usage(
-            "usage: harness bundle build --request FILE --out DIR | harness bundle verify DIR"
+            "usage: harness bundle build --request FILE --out DIR | harness bundle verify DIR [--digest SHA256]"
                 .to_owned(),
         )),
     }
@@ -29,18 +32,24 @@ fn own_prefix() -> Option<PathBuf> {
 fn build(request: &Path, out: &Path) -> Result<(), Failure> {
     let failed = |error: harness_bundle::BundleError| Failure::Failed(error.to_string());
     let loaded = load_request(request, own_prefix().as_deref()).map_err(failed)?;
-    let dir = build_bundle(&loaded.request(out.to_path_buf())).map_err(failed)?;
-    println!("{}", dir.display());
+    let built = build_bundle(&loaded.request(out.to_path_buf())).map_err(failed)?;
+    // The digest alone on stdout: the host puts it in run.json's bundleDigest.
+    println!("{}", built.digest);
     Ok(())
 }
 
-fn verify(dir: &Path) -> Result<(), Failure> {
-    let report = verify_bundle(dir).map_err(|error| Failure::Failed(error.to_string()))?;
+fn verify(dir: &Path, digest: Option<&str>) -> Result<(), Failure> {
+    let report = verify_bundle(dir, digest).map_err(|error| Failure::Failed(error.to_string()))?;
     if report.mismatches.is_empty() {
+        let sealed = match digest {
+            Some(_) => "the digest given",
+            None => "no digest given: manifest.json's own fields are unchecked",
+        };
         println!(
-            "ok: {} files and assets match {}",
+            "ok: {} files and assets match {} (sha256 {}; {sealed})",
             report.checked,
-            dir.join("manifest.json").display()
+            dir.join("manifest.json").display(),
+            report.digest
         );
         return Ok(());
     }

@@ -1,8 +1,8 @@
 //! `harness`: the operator's command.
 //!
 //! `harness unslop counts LOG` prints what a finished session's unslop log says, as JSON.
-//! `harness bundle build --request FILE --out DIR` builds a launch bundle and `harness bundle verify
-//! DIR` checks one against its manifest. Each top-level word is one module with one `run(args)`.
+//! `harness bundle build --request FILE --out DIR` builds a launch bundle and prints its digest;
+//! `harness bundle verify DIR [--digest D]` checks one against its manifest and digest. Each top-level word is one module with one `run(args)`.
 //! Exit 0 on success, 1 when the command fails, 2 on a usage error.
 
 mod bundle;
@@ -15,9 +15,12 @@ usage: harness <command> ...
 
 commands:
   bundle build --request FILE --out DIR
-                      build a launch bundle from a JSON request (docs/bundle.md)
-  bundle verify DIR   recompute every digest of a bundle against its manifest; names each
-                      mismatch and exits 1 if there is one
+                      build a launch bundle from a JSON request (docs/bundle.md); prints
+                      the bundle's digest (the sha256 of its manifest.json)
+  bundle verify DIR [--digest SHA256]
+                      recompute every digest and mode of a bundle against its manifest, and
+                      the manifest against the digest given; names each mismatch and exits 1
+                      if there is one
   unslop counts LOG   what an unslop log says: replies checked and flagged, findings per
                       pattern id, notices, the first reason the check broke (JSON on stdout)";
 

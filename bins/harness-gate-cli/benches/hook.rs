@@ -169,8 +169,14 @@ impl Fixture {
     fn hook(&self, gate: &Path) -> Result<String> {
         let layout =
             InstallLayout { gate: gate.to_owned(), ..InstallLayout::under(self.dir.path()) };
-        let cx = ModuleContext { bundle_dir: self.dir.path(), layout: &layout, typed: &[] };
-        let files = ClaudeCode.files(&cx);
+        let builtin = ["Read", "Write", "Edit", "Grep", "Glob"].map(String::from);
+        let cx = ModuleContext {
+            bundle_dir: self.dir.path(),
+            layout: &layout,
+            typed: &[],
+            builtin: &builtin,
+        };
+        let files = ClaudeCode.files(&cx)?;
         let (_, settings) = files
             .iter()
             .find(|(name, _)| *name == "settings.json")

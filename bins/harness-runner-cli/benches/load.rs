@@ -185,6 +185,12 @@ struct World {
     broker: ScriptedBroker,
 }
 
+/// Returns what `/bin/true --version` prints, which the bundle's seal records.
+fn true_version() -> Result<String> {
+    let output = Command::new("/bin/true").arg("--version").output()?;
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
 impl World {
     fn new(root: &Path, bin: &Path) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("harness-bench-load-").tempdir()?;
@@ -199,13 +205,16 @@ impl World {
             .answer("role.release", BrokerAnswer::result(json!({})))
             .answer("message.read", BrokerAnswer::result(json!({"message": null})))
             .answer("spec.read", BrokerAnswer::result(json!({"text": "north star"})));
+        // The runners' CLI is /bin/true: the bundles record what its --version prints, which the
+        // runner checks at start.
+        let cli_version = true_version()?;
         let mut runs = Vec::with_capacity(RUNNERS);
         for index in 0..RUNNERS {
             let run = base.join(format!("run-{index:02}"));
             let workspace = base.join(format!("ws-{index:02}"));
             std::fs::create_dir_all(&run)?;
             std::fs::create_dir_all(&workspace)?;
-            build_bundle(&BundleRequest {
+            let built = build_bundle(&BundleRequest {
                 dir: run.join("bundle"),
                 resolved: &resolved,
                 contract: "# Role contract: assistant\n".to_owned(),
@@ -221,8 +230,9 @@ impl World {
                 route: Route::Primary,
                 route_reason: "bench".into(),
                 harness_version: "bench".into(),
+                cli_version: cli_version.clone(),
                 models: resolved.launch.models.clone(),
-                land: resolved.land_held,
+                land: None,
                 skills_dir: skills.clone(),
                 install: layout.clone(),
                 network: "host".into(),
@@ -230,6 +240,7 @@ impl World {
             let run_json = json!({
                 "broker": broker.socket(),
                 "workspace": workspace,
+                "bundleDigest": built.digest,
                 "cli": "/bin/true",
                 "brokerRetries": 30,
                 "pollInterval": 0.5,

@@ -1,7 +1,8 @@
 //! Claude Code 2.1.296.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use harness_contract::Harness;
 use serde_json::json;
 
 use crate::{
@@ -9,16 +10,10 @@ use crate::{
 };
 
 /// The MCP server name; Claude Code shows its tools as `mcp__mosaic__NAME`.
-pub const MCP_SERVER: &str = "mosaic";
+pub use harness_contract::MCP_SERVER;
 
 /// Claude Code's hook timeout, above the gate's own `timeout -k 2 10`.
 const HOOK_TIMEOUT_SECS: u32 = 20;
-
-/// Claude Code's file tools and the `limits.tools` name (Pi's) each stands for. A role gets the
-/// ones whose counterpart its limits grant, so a read-only role stays read-only; `bash` has no
-/// counterpart because the adapter runs Claude Code with `--restricted`, which removes Bash.
-const BUILTINS: [(&str, &str); 5] =
-    [("Read", "read"), ("Write", "write"), ("Edit", "edit"), ("Grep", "grep"), ("Glob", "find")];
 
 /// The Claude Code module: settings.json with the gate as a wrapped PreToolUse hook and the two
 /// unslop hooks, and mcp.json with the `mosaic` server.
@@ -45,8 +40,52 @@ impl ClaudeCode {
                 "Stop": [{"hooks": [{"type": "command", "command": stop}]}],
                 "UserPromptSubmit": [{"hooks": [{"type": "command", "command": prompt}]}],
             },
-            "permissions": {"allow": [format!("mcp__{MCP_SERVER}")]},
+            "permissions": {"allow": Self::allow(cx), "deny": Self::deny(cx)},
         })
+    }
+
+    /// Exactly the built-ins the role has, and the typed tools: under `--permission-mode
+    /// dontAsk` a tool missing here is denied everywhere, inside the workspace too.
+    fn allow(cx: &ModuleContext<'_>) -> Vec<String> {
+        let mut allow: Vec<String> = cx.builtin.to_vec();
+        allow.push(format!("mcp__{MCP_SERVER}"));
+        allow
+    }
+
+    /// Claude Code's own deny rules for the directories outside the workspace that the bundle
+    /// knows: the bundle itself and each directory of the install layout. Edit and Write check a
+    /// deny rule before they look at the disk, which happens before the PreToolUse hook runs
+    /// (docs/gate.md, Limits), so these keep what those checks tell the model about the bundle
+    /// and the install from reaching it. The gate stays the path check: these are a second layer.
+    fn deny(cx: &ModuleContext<'_>) -> Vec<String> {
+        let layout = cx.layout;
+        let mut dirs: Vec<&Path> = vec![cx.bundle_dir];
+        for file in [
+            &layout.gate,
+            &layout.mcp,
+            &layout.unslop,
+            &layout.pi_extension,
+            &layout.pi_unslop_extension,
+            &layout.unslop_lists,
+        ] {
+            dirs.extend(file.parent());
+        }
+        dirs.push(&layout.adapters);
+        let mut rules = Vec::new();
+        for dir in dirs {
+            // `//` starts an absolute path in a rule. A path with a character the rule syntax
+            // or its gitignore-style matching gives a meaning to gets no rule rather than a
+            // rule that may match something else (docs/bundle.md).
+            let Some(text) = dir.to_str().filter(|text| is_rule_safe(text)) else { continue };
+            let text = text.trim_end_matches('/');
+            for tool in ["Read", "Edit"] {
+                let rule = format!("{tool}(/{text}/**)");
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
+            }
+        }
+        rules
     }
 
     fn mcp(cx: &ModuleContext<'_>) -> serde_json::Value {
@@ -59,33 +98,50 @@ impl ClaudeCode {
     }
 }
 
+/// Returns true if and only if `path` is absolute and made only of characters a permission rule
+/// takes literally.
+fn is_rule_safe(path: &str) -> bool {
+    path.starts_with('/')
+        && path.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'/' | b'.' | b'_' | b'-' | b'+' | b'@' | b'%' | b',' | b'=' | b':')
+        })
+}
+
 /// Serializes `value` with a trailing newline. Claude Code silently ignores an invalid settings
-/// file and then runs no hook at all, so these files are never written by hand.
-fn to_bytes(value: &serde_json::Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+/// file and then runs no hook at all, so these files are never written by hand, and a
+/// serialization error fails the build instead of writing an empty file.
+fn to_bytes(value: &serde_json::Value) -> Result<Vec<u8>, serde_json::Error> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    bytes
+    Ok(bytes)
 }
 
 impl HarnessModule for ClaudeCode {
     fn name(&self) -> &'static str {
-        "claude-code"
+        Harness::ClaudeCode.name()
     }
 
     fn version(&self) -> &'static str {
         "claude-code 2.1.296"
     }
 
+    fn cli_version(&self) -> &'static str {
+        "2.1.296 (Claude Code)"
+    }
+
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
-        BUILTINS
-            .iter()
-            .filter(|(_, limit)| limits.iter().any(|granted| granted == limit))
-            .map(|(tool, _)| (*tool).to_owned())
+        // harness-contract's table, the one the gate checks paths from: Read, Write, Edit, Grep
+        // and Glob for the limits read, write, edit, grep and find; bash grants nothing, since
+        // the adapter runs Claude Code with --restricted, which removes Bash.
+        harness_contract::granted(Harness::ClaudeCode, limits)
+            .into_iter()
+            .map(str::to_owned)
             .collect()
     }
 
     fn typed_tool_name(&self, typed: &str) -> String {
-        format!("mcp__{MCP_SERVER}__{typed}")
+        harness_contract::typed_tool_name(Harness::ClaudeCode, typed)
     }
 
     fn cli_tools(&self, builtin: &[String], _typed: &[String]) -> Vec<String> {
@@ -97,11 +153,14 @@ impl HarnessModule for ClaudeCode {
         false
     }
 
-    fn files(&self, cx: &ModuleContext<'_>) -> Vec<(&'static str, Vec<u8>)> {
-        vec![
-            ("settings.json", to_bytes(&Self::settings(cx))),
-            ("mcp.json", to_bytes(&Self::mcp(cx))),
-        ]
+    fn files(
+        &self,
+        cx: &ModuleContext<'_>,
+    ) -> Result<Vec<(&'static str, Vec<u8>)>, serde_json::Error> {
+        Ok(vec![
+            ("settings.json", to_bytes(&Self::settings(cx))?),
+            ("mcp.json", to_bytes(&Self::mcp(cx))?),
+        ])
     }
 
     fn relies_on(&self) -> [S0Line; 5] {

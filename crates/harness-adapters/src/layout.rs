@@ -44,6 +44,20 @@ impl InstallLayout {
         }
     }
 
+    /// Every path of the layout with its request field name (`install.gate`, ...), in a fixed
+    /// order: for the checks that go over all of them.
+    pub fn paths(&self) -> [(&'static str, &Path); 7] {
+        [
+            ("install.gate", &self.gate),
+            ("install.mcp", &self.mcp),
+            ("install.unslop", &self.unslop),
+            ("install.piExtension", &self.pi_extension),
+            ("install.piUnslopExtension", &self.pi_unslop_extension),
+            ("install.adapters", &self.adapters),
+            ("install.unslopLists", &self.unslop_lists),
+        ]
+    }
+
     /// The layout of a workspace checkout: binaries from `bin_dir` (`target/debug`), assets from
     /// the sources. For tests and the demo, which run without `cargo xtask dist`.
     pub fn from_checkout(workspace: &Path, bin_dir: &Path) -> Self {

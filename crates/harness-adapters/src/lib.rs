@@ -28,6 +28,8 @@ pub struct ModuleContext<'a> {
     pub layout: &'a InstallLayout,
     /// The typed tool names the session gets.
     pub typed: &'a [String],
+    /// The built-in tools the session gets, named as this harness names them.
+    pub builtin: &'a [String],
 }
 
 /// One line of the spec's "What S6 relies on", as this harness keeps it.
@@ -60,6 +62,10 @@ pub trait HarnessModule: Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// The spec's `version()`: the harness and the CLI version it is built and tested for.
     fn version(&self) -> &'static str;
+    /// What `CLI --version` prints (trimmed) for the CLI version this module is built and tested
+    /// for: the default a bundle request records as `cliVersion`, which the runner compares with
+    /// the CLI it is given before the first turn.
+    fn cli_version(&self) -> &'static str;
     /// The built-in tools, named as this harness names them, given the role's `limits.tools`.
     fn builtin_tools(&self, limits: &[String]) -> Vec<String>;
     /// A typed tool's name as the model sees it in this harness.
@@ -71,7 +77,11 @@ pub trait HarnessModule: Sync + std::fmt::Debug {
     /// (S0 line 4 for a harness whose gate hang the runner's wall clock must catch).
     fn turn_marker(&self) -> bool;
     /// The harness's own bundle files (name in the bundle, bytes), for example settings.json.
-    fn files(&self, cx: &ModuleContext<'_>) -> Vec<(&'static str, Vec<u8>)>;
+    /// A serialization error is returned, never an empty file.
+    fn files(
+        &self,
+        cx: &ModuleContext<'_>,
+    ) -> Result<Vec<(&'static str, Vec<u8>)>, serde_json::Error>;
     /// How this harness keeps the five S0 lines.
     fn relies_on(&self) -> [S0Line; 5];
     /// The installed files the manifest hashes: the gate, the extension or MCP server, the

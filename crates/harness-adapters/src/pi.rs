@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use harness_contract::Harness;
+
 use crate::{Asset, HarnessModule, InstallLayout, ModuleContext, S0Line};
 
 /// The Pi module: built-in tools as `limits.tools` names them, typed tools under their own
@@ -11,19 +13,25 @@ pub struct Pi;
 
 impl HarnessModule for Pi {
     fn name(&self) -> &'static str {
-        "pi"
+        Harness::Pi.name()
     }
 
     fn version(&self) -> &'static str {
         "pi 0.85.1"
     }
 
+    fn cli_version(&self) -> &'static str {
+        "0.85.1"
+    }
+
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
-        limits.to_vec()
+        // harness-contract's table, the one the gate checks paths from: a limit that names no Pi
+        // tool grants nothing (the gate would block it).
+        harness_contract::granted(Harness::Pi, limits).into_iter().map(str::to_owned).collect()
     }
 
     fn typed_tool_name(&self, typed: &str) -> String {
-        typed.to_owned()
+        harness_contract::typed_tool_name(Harness::Pi, typed)
     }
 
     fn cli_tools(&self, builtin: &[String], typed: &[String]) -> Vec<String> {
@@ -35,8 +43,11 @@ impl HarnessModule for Pi {
         true
     }
 
-    fn files(&self, _cx: &ModuleContext<'_>) -> Vec<(&'static str, Vec<u8>)> {
-        Vec::new()
+    fn files(
+        &self,
+        _cx: &ModuleContext<'_>,
+    ) -> Result<Vec<(&'static str, Vec<u8>)>, serde_json::Error> {
+        Ok(Vec::new())
     }
 
     fn relies_on(&self) -> [S0Line; 5] {

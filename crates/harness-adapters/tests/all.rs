@@ -52,9 +52,14 @@ fn s0_lines_cover_the_five_topics_in_order() {
 fn claude_code_settings_wrap_the_gate_and_never_block_on_unslop() {
     let layout = InstallLayout::under(Path::new("/opt/harness"));
     let typed = strings(&["list_tasks"]);
-    let cx =
-        ModuleContext { bundle_dir: Path::new("/runs/r1/bundle"), layout: &layout, typed: &typed };
-    let files = module("claude-code").unwrap().files(&cx);
+    let builtin = strings(&["Read", "Write"]);
+    let cx = ModuleContext {
+        bundle_dir: Path::new("/runs/r1/bundle"),
+        layout: &layout,
+        typed: &typed,
+        builtin: &builtin,
+    };
+    let files = module("claude-code").unwrap().files(&cx).unwrap();
     let names: Vec<&str> = files.iter().map(|(name, _)| *name).collect();
     assert_eq!(names, ["settings.json", "mcp.json"]);
     let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
@@ -73,7 +78,121 @@ fn claude_code_settings_wrap_the_gate_and_never_block_on_unslop() {
     let servers = mcp["mcpServers"].as_object().unwrap();
     assert_eq!(servers.keys().collect::<Vec<_>>(), ["mosaic"]);
     assert_eq!(servers["mosaic"]["command"], "/opt/harness/bin/harness-mcp");
-    assert!(module("pi").unwrap().files(&cx).is_empty());
+    assert!(module("pi").unwrap().files(&cx).unwrap().is_empty());
+}
+
+/// Issue 13, item 5: under `--permission-mode dontAsk` a built-in missing from `allow` is denied
+/// everywhere, so `allow` holds exactly the role's built-ins and the typed tools' server.
+#[test]
+fn claude_code_settings_allow_exactly_the_roles_built_ins_and_the_typed_tools() {
+    let layout = InstallLayout::under(Path::new("/opt/harness"));
+    let typed = strings(&["list_tasks"]);
+    for builtin in [strings(&[]), strings(&["Read"]), strings(&["Read", "Write", "Edit"])] {
+        let cx = ModuleContext {
+            bundle_dir: Path::new("/runs/r1/bundle"),
+            layout: &layout,
+            typed: &typed,
+            builtin: &builtin,
+        };
+        let files = module("claude-code").unwrap().files(&cx).unwrap();
+        let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
+        let mut expected: Vec<serde_json::Value> =
+            builtin.iter().map(|name| serde_json::json!(name)).collect();
+        expected.push(serde_json::json!("mcp__mosaic"));
+        assert_eq!(settings["permissions"]["allow"], serde_json::Value::Array(expected));
+    }
+}
+
+/// Issue 11, item 9: Claude Code's own deny rules for the bundle and every install directory,
+/// as absolute (`//`) paths, for reading and for editing; a path a rule would misread gets none.
+#[test]
+fn claude_code_settings_deny_the_bundle_and_the_install() {
+    let layout = InstallLayout::under(Path::new("/opt/harness"));
+    let cx = ModuleContext {
+        bundle_dir: Path::new("/runs/r1/bundle"),
+        layout: &layout,
+        typed: &[],
+        builtin: &[],
+    };
+    let files = module("claude-code").unwrap().files(&cx).unwrap();
+    let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
+    let deny: Vec<&str> = settings["permissions"]["deny"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| rule.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        deny,
+        [
+            "Read(//runs/r1/bundle/**)",
+            "Edit(//runs/r1/bundle/**)",
+            "Read(//opt/harness/bin/**)",
+            "Edit(//opt/harness/bin/**)",
+            "Read(//opt/harness/share/harness/pi/**)",
+            "Edit(//opt/harness/share/harness/pi/**)",
+            "Read(//opt/harness/share/harness/unslop/**)",
+            "Edit(//opt/harness/share/harness/unslop/**)",
+            "Read(//opt/harness/share/harness/adapters/**)",
+            "Edit(//opt/harness/share/harness/adapters/**)",
+        ]
+    );
+    let odd = ModuleContext { bundle_dir: Path::new("/runs/r 1*/bundle"), ..cx };
+    let files = module("claude-code").unwrap().files(&odd).unwrap();
+    let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
+    assert!(!settings["permissions"]["deny"].to_string().contains("r 1"), "{settings}");
+}
+
+/// Issue 13, item 4: a role with no file tool gets `MOSAIC_TOOLS=""`, and the adapter passes
+/// `--tools ""` (no built-in) instead of exiting 2.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the test runs the adapter script with a fake CLI")]
+fn the_claude_code_adapter_passes_an_empty_tool_list() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let cli = root.join("cli");
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o755).open(&cli).unwrap();
+    std::io::Write::write_all(
+        &mut file,
+        b"#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n",
+    )
+    .unwrap();
+    drop(file);
+    std::fs::write(root.join("prompt.md"), "the prompt").unwrap();
+    std::fs::write(root.join("request"), "the request").unwrap();
+    let layout = InstallLayout::from_checkout(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+        Path::new("/unused"),
+    );
+    let script = module("claude-code").unwrap().adapter(&layout);
+    let vars = [
+        ("MOSAIC_CLI", cli.display().to_string()),
+        ("MOSAIC_BUNDLE", root.display().to_string()),
+        ("MOSAIC_WORKSPACE", root.display().to_string()),
+        ("MOSAIC_SESSION_DIR", root.join("session").display().to_string()),
+        ("MOSAIC_SESSION_ID", "0c2b7d1e-0000-4000-8000-000000000000".to_owned()),
+        ("MOSAIC_MODEL", "m".to_owned()),
+        ("MOSAIC_THINKING", "low".to_owned()),
+        ("MOSAIC_REQUEST", root.join("request").display().to_string()),
+        ("MOSAIC_TURN", "1".to_owned()),
+    ];
+    let run = |tools: Option<&str>| {
+        let mut command = std::process::Command::new("/bin/sh");
+        command.arg(&script).env_clear().env("PATH", "/usr/bin:/bin").envs(vars.clone());
+        if let Some(tools) = tools {
+            command.env("MOSAIC_TOOLS", tools);
+        }
+        command.output().unwrap()
+    };
+    let output = run(Some(""));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let args = String::from_utf8_lossy(&output.stdout);
+    assert!(args.contains("[--tools]\n[]\n[--permission-mode]"), "{args}");
+    let output = run(None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("MOSAIC_TOOLS is not set"));
 }
 
 #[test]

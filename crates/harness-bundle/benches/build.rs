@@ -1,7 +1,8 @@
 //! `cargo bench -p harness-bundle --bench build`: one bundle with three skills, built per
 //! iteration, against its floor measured in the same run: the same files, the same bytes,
-//! written with plain `std::fs::create_dir_all` and `std::fs::write`. Prints a readable line and,
-//! for `cargo xtask bench`, harness-benchkit's `bench-row` line: at most 1.5× the floor.
+//! written with plain `std::fs::create_dir_all` and `std::fs::write`. Prints a readable report and,
+//! for `cargo xtask bench`, harness-benchkit's `bench-row` line: the ratio, at most 1.5, is the
+//! median over the rounds of each round's build time over its floor time.
 
 #![allow(
     clippy::unwrap_used,
@@ -54,8 +55,10 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn main() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+    // The workspace must be in normal form: the temporary directory's real path.
+    let root = &dir.path().canonicalize().unwrap();
     let layout = InstallLayout::under(&root.join("prefix"));
+    std::fs::create_dir_all(root.join("ws")).unwrap();
     for path in [
         &layout.gate,
         &layout.mcp,
@@ -63,6 +66,7 @@ fn main() {
         &layout.pi_extension,
         &layout.pi_unslop_extension,
         &layout.unslop_lists,
+        &layout.adapters.join("claude-code.sh"),
     ] {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, vec![b'x'; 4096]).unwrap();
@@ -94,19 +98,20 @@ fn main() {
         route: Route::Primary,
         route_reason: "bench".into(),
         harness_version: "bench".into(),
+        cli_version: "bench".into(),
         models: resolved.launch.models.clone(),
-        land: false,
+        land: None,
         skills_dir: skills.clone(),
         install: layout.clone(),
         network: "host".into(),
     };
     // The floor writes exactly what a build writes.
-    let sample = build_bundle(&request(out.join("sample"))).unwrap();
+    let sample = build_bundle(&request(out.join("sample"))).unwrap().dir;
     let mut written = Vec::new();
     files(&sample, &sample, &mut written);
     let bytes: usize = written.iter().map(|(_, b)| b.len()).sum();
 
-    let (mut build, mut floor) = (Vec::new(), Vec::new());
+    let (mut build, mut floor, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS + 20 {
         let build_dir = out.join(format!("b{round}"));
         let floor_dir = out.join(format!("f{round}"));
@@ -134,17 +139,35 @@ fn main() {
         if round >= 20 {
             build.push(b);
             floor.push(f);
+            // The ratio of one round's pair, measured back to back: a load that comes and goes
+            // on a shared machine moves both alike, where a ratio of two medians can pair a
+            // quiet build with a busy floor.
+            ratios.push(b / f);
         }
         std::fs::remove_dir_all(&build_dir).unwrap();
         std::fs::remove_dir_all(&floor_dir).unwrap();
     }
-    let (b, f) = (median(build), median(floor));
+    let (b, f, r) = (median(build), median(floor), median(ratios));
     println!(
-        "build_bundle, three skills, {} files, {bytes} bytes: {b:.1} µs per build; floor {f:.1} µs; ratio {:.2}",
+        "build_bundle, three skills, {} files, {bytes} bytes: {b:.1} µs per build; floor {f:.1} µs; median ratio of the rounds {r:.2}",
         written.len(),
-        b / f
     );
-    // The summary's row for `cargo xtask bench`; the target is at most 1.5× the floor.
-    let row = ("bundle", "build_bundle, three skills");
-    println!("{}", Row::ratio(row, Unit::Us, b, ("the same bytes with std::fs", f), 1.5));
+    println!("\n{EXPLAINED}");
+    // The verdict rests on the rounds' paired ratio, not on the ratio of the two medians.
+    let floor = ("the same bytes with std::fs", f);
+    let row = Row::ratio(("bundle", "build_bundle, three skills"), Unit::Us, b, floor, 1.5);
+    println!("{}", Row { ratio: format!("{r:.2}× (paired)"), met: r <= 1.5, ..row });
 }
+
+const EXPLAINED: &str = "\
+Each round builds one bundle (skills read with `O_NOFOLLOW`, copies, prompt, policy, tools,
+manifest with every digest, the temporary sibling renamed into place) and, taking turns going
+first, writes the same files with the same bytes with `std::fs::create_dir_all` and
+`std::fs::write`: the floor. 300 rounds after 20 warm-up; the ratio is the median over the rounds
+of each round's build over its own floor (the two measured back to back, so a load that comes and
+goes on a shared machine moves both alike); the times are medians. The install's asset digests are
+cached by file identity (device, inode, size, times), as a host building many bundles from one
+install would; the first build of a process hashes them. The ratio depends on the file system of
+the temporary directory: the floor is mostly the cost of creating files. On a tmpfs
+(`TMPDIR=/dev/shm`), where creating a file costs little, the build's own work (reading the skills,
+serializing, hashing, resolving the workspace) weighs more and the ratio is well above the target.";

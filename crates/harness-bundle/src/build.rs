@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use harness_adapters::{GATE_TIMEOUT_SECS, ModuleContext};
+use harness_adapters::{Asset, GATE_TIMEOUT_SECS, ModuleContext};
 use harness_tools::{CATALOGUE, ToolsFile, tools_for};
 use serde_json::{Value, json};
 
@@ -18,13 +18,24 @@ use crate::staging::{Staging, hex_sha256};
 /// The manifest's `bundleVersion`.
 pub const BUNDLE_VERSION: u32 = 1;
 
-/// Builds the bundle `request` describes into `request.dir`, which must not exist; returns it.
+/// What a build returns: where the bundle is, and its digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    /// The bundle directory (the request's `dir`).
+    pub dir: PathBuf,
+    /// The bundle's digest: the lowercase hex sha256 of its manifest.json. The host puts it in
+    /// run.json (`bundleDigest`); the runner refuses a bundle whose manifest does not hash to it.
+    pub digest: String,
+}
+
+/// Builds the bundle `request` describes into `request.dir`, which must not exist; returns it
+/// with its digest.
 ///
-/// Every refusal (`skill-not-enabled`, `bundle-refused`, `no-route`, `bundle-exists`) and every
-/// failure leaves nothing behind: the bundle is assembled in a temporary sibling and renamed
-/// into place only when whole.
-pub fn build_bundle(request: &BundleRequest<'_>) -> Result<PathBuf, BundleError> {
+/// Every refusal (docs/bundle.md lists the codes) and every failure leaves nothing behind: the
+/// bundle is assembled in a temporary sibling and renamed into place only when whole.
+pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     let resolved = request.resolved;
+    check_paths(request)?;
     let route = session_model(&resolved.vars, &request.models, request.route)?;
     if route.harness != request.harness.name() {
         return Err(BundleError::NoRoute(format!(
@@ -34,20 +45,36 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<PathBuf, BundleError>
             request.harness.name()
         )));
     }
-    if !request.session.workspace.is_absolute() {
-        return Err(BundleError::Invalid(format!(
-            "the workspace {:?} is not an absolute path",
-            request.session.workspace
-        )));
+    check_workspace(request)?;
+    // land_work follows the resolved instance's landHeld; a request may only repeat it.
+    if let Some(land) = request.land
+        && land != resolved.land_held
+    {
+        return Err(BundleError::LandMismatch { requested: land, held: resolved.land_held });
+    }
+    if request.contract.contains('\0') {
+        return Err(BundleError::Contract(
+            "holds a NUL byte, which cannot go through a command-line argument".to_owned(),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(skill) = resolved.skills.iter().find(|skill| !seen.insert(skill.as_str())) {
+        return Err(BundleError::DuplicateSkill { skill: skill.clone() });
     }
     let skills = skills::read_skills(&request.skills_dir, &resolved.skills)?;
-    let mut for_tools = resolved.clone();
-    for_tools.land_held = request.land;
-    let tools = tools_for(&for_tools);
+    let tools = tools_for(resolved);
     let typed_raw: Vec<String> = tools.tools.iter().map(|tool| tool.name.clone()).collect();
     let typed: Vec<String> =
         typed_raw.iter().map(|name| request.harness.typed_tool_name(name)).collect();
     let builtin = request.harness.builtin_tools(&resolved.limits.tools);
+    // The prompt's skill text is the bundle's own copy: the very bytes written to skills/ below,
+    // read once from the skills directory (O_NOFOLLOW) and never again, so a skill deactivated
+    // or changed after this point leaves the run's copy and prompt as they are.
+    let section_tools = SessionTools { builtin: &builtin, typed: &typed, typed_raw: &typed_raw };
+    let prompt = prompt::render(request, &section_tools, &skills);
+    if prompt.len() > PROMPT_BYTES {
+        return Err(BundleError::PromptTooLarge { bytes: prompt.len(), limit: PROMPT_BYTES });
+    }
     let assets = asset_digests(request)?;
 
     let mut staging = Staging::new(&request.dir)?;
@@ -56,30 +83,97 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<PathBuf, BundleError>
             staging.write(&format!("skills/{}/{}", skill.name, file.rel), file.text.as_bytes())?;
         }
     }
-    // The prompt's skill text is the bundle's own copy: the very bytes just written to
-    // skills/, read once from the skills directory (O_NOFOLLOW) and never again, so a skill
-    // deactivated or changed after this point leaves the run's copy and prompt as they are.
-    let section_tools = SessionTools { builtin: &builtin, typed: &typed, typed_raw: &typed_raw };
-    staging.write("prompt.md", prompt::render(request, &section_tools, &skills).as_bytes())?;
-    staging.write("policy.json", &json_bytes(&policy(request, &builtin, &typed_raw)))?;
-    staging
-        .write("tools.json", &json_bytes(&serde_json::to_value(&tools).unwrap_or(Value::Null)))?;
-    let cx =
-        ModuleContext { bundle_dir: &request.dir, layout: &request.install, typed: &typed_raw };
-    for (name, bytes) in request.harness.files(&cx) {
+    staging.write("prompt.md", prompt.as_bytes())?;
+    staging.write(
+        "policy.json",
+        &json_bytes("policy.json", &policy(request, &builtin, &typed_raw))?,
+    )?;
+    staging.write("tools.json", &json_bytes("tools.json", &tools)?)?;
+    let cx = ModuleContext {
+        bundle_dir: &request.dir,
+        layout: &request.install,
+        typed: &typed_raw,
+        builtin: &builtin,
+    };
+    let files = request
+        .harness
+        .files(&cx)
+        .map_err(|source| BundleError::Serialize { what: "the harness's files", source })?;
+    for (name, bytes) in files {
         staging.write(name, &bytes)?;
     }
     let manifest =
-        manifest(request, &route, &builtin, &typed_raw, &tools, staging.digests(), &assets);
-    staging.write("manifest.json", &json_bytes(&manifest))?;
-    staging.commit()
+        manifest(request, &route, &builtin, &typed_raw, &tools, staging.digests(), &assets)?;
+    let manifest = json_bytes("manifest.json", &manifest)?;
+    staging.write("manifest.json", &manifest)?;
+    let dir = staging.commit()?;
+    Ok(Built { dir, digest: hex_sha256(&manifest) })
 }
 
-/// Serializes `value` pretty-printed with a trailing newline.
-fn json_bytes(value: &Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+/// The most bytes prompt.md may have: the adapters pass it as one command-line argument
+/// (`--system-prompt "$(cat prompt.md)"`), and Linux takes at most 128 KiB (`MAX_ARG_STRLEN`,
+/// the terminating NUL included) in one argument; 8 KiB are left for the rest of the command
+/// line and the environment.
+pub const PROMPT_BYTES: usize = 120 * 1024;
+
+/// Refuses a relative bundle directory or install path: the bundle's files point at each other
+/// and at the install by these paths, and they are read from the workspace, not from here.
+fn check_paths(request: &BundleRequest<'_>) -> Result<(), BundleError> {
+    let mut paths = vec![("dir", request.dir.as_path())];
+    paths.extend(request.install.paths());
+    for (field, path) in paths {
+        if !path.is_absolute() {
+            return Err(BundleError::NotAbsolute { field, path: path.to_path_buf() });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a workspace the gate cannot confine a session to: relative, missing, not a
+/// directory, `/`, or not in normal form (the policy's workspace must be the path every check
+/// resolves to: no `.`, `..`, repeated or trailing `/`, no symlink on the way). A bundle inside
+/// the workspace is refused too: the session's file tools could then rewrite its policy.
+fn check_workspace(request: &BundleRequest<'_>) -> Result<(), BundleError> {
+    let path = &request.session.workspace;
+    let problem = |problem: String| BundleError::Workspace { path: path.clone(), problem };
+    if !path.is_absolute() {
+        return Err(BundleError::NotAbsolute { field: "session.workspace", path: path.clone() });
+    }
+    let resolved = match std::fs::canonicalize(path) {
+        Ok(resolved) => resolved,
+        Err(error) => return Err(problem(format!("cannot be resolved: {error}"))),
+    };
+    if !resolved.is_dir() {
+        return Err(problem("is not a directory".to_owned()));
+    }
+    if resolved == Path::new("/") {
+        return Err(problem("is / (the gate would allow the whole machine)".to_owned()));
+    }
+    if resolved.as_os_str() != path.as_os_str() {
+        return Err(problem(format!(
+            "is not in normal form: it resolves to {resolved:?}; give that path"
+        )));
+    }
+    // The bundle does not exist yet: its parent, resolved, says where it will be.
+    let parent = request.dir.parent().and_then(|parent| std::fs::canonicalize(parent).ok());
+    if request.dir.starts_with(&resolved)
+        || parent.is_some_and(|parent| parent.starts_with(&resolved))
+    {
+        return Err(problem(format!(
+            "holds the bundle directory {:?}: the session could rewrite its policy",
+            request.dir
+        )));
+    }
+    Ok(())
+}
+
+/// Serializes `value` pretty-printed with a trailing newline; an error fails the build (an
+/// empty policy or settings file would fail open).
+fn json_bytes(what: &'static str, value: &impl serde::Serialize) -> Result<Vec<u8>, BundleError> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|source| BundleError::Serialize { what, source })?;
     bytes.push(b'\n');
-    bytes
+    Ok(bytes)
 }
 
 fn policy(request: &BundleRequest<'_>, builtin: &[String], typed: &[String]) -> Value {
@@ -124,7 +218,7 @@ fn manifest(
     tools: &ToolsFile,
     files: &BTreeMap<String, String>,
     assets: &BTreeMap<&'static str, (PathBuf, String)>,
-) -> Value {
+) -> Result<Value, BundleError> {
     let resolved = request.resolved;
     let harness_typed: Vec<String> =
         typed.iter().map(|name| request.harness.typed_tool_name(name)).collect();
@@ -138,11 +232,13 @@ fn manifest(
         .iter()
         .map(|(role, (path, digest))| (*role, json!({"path": path, "sha256": digest})))
         .collect();
-    json!({
+    let resolved_json = serde_json::to_vec(resolved)
+        .map_err(|source| BundleError::Serialize { what: "the resolved instance", source })?;
+    Ok(json!({
         "bundleVersion": BUNDLE_VERSION,
         "instance": resolved.instance,
         "run": request.session.run,
-        "resolvedDigest": hex_sha256(&serde_json::to_vec(resolved).unwrap_or_default()),
+        "resolvedDigest": hex_sha256(&resolved_json),
         "harness": request.harness.name(),
         "provider": route.provider,
         "model": route.model,
@@ -151,6 +247,7 @@ fn manifest(
         "route": request.route.name(),
         "routeReason": request.route_reason,
         "harnessVersion": request.harness_version,
+        "cliVersion": request.cli_version,
         "builtinTools": builtin,
         "typedTools": typed,
         "cliTools": request.harness.cli_tools(builtin, &harness_typed),
@@ -162,7 +259,7 @@ fn manifest(
         "adapter": request.harness.adapter(&request.install),
         "files": files,
         "assets": assets,
-    })
+    }))
 }
 
 /// A file's identity: if none of these changed, neither did its bytes (for the digest cache).
@@ -191,7 +288,10 @@ fn asset_digests(
     request: &BundleRequest<'_>,
 ) -> Result<BTreeMap<&'static str, (PathBuf, String)>, BundleError> {
     let mut out = BTreeMap::new();
-    for asset in request.harness.assets(&request.install) {
+    let mut assets = request.harness.assets(&request.install);
+    // The adapter decides whether the gate runs at all: it is sealed like every other asset.
+    assets.push(Asset { role: "adapter", path: request.harness.adapter(&request.install) });
+    for asset in assets {
         let path = asset.path;
         let id = identity(&path).map_err(BundleError::io("hash", &path))?;
         let cached = ASSET_CACHE.lock().ok().and_then(|cache| cache.get(&id).cloned());

@@ -1,8 +1,9 @@
-//! The bundle's refusals and failures, each with the spec's code.
+//! The bundle's refusals and failures, each with a stable code (docs/bundle.md lists them all).
 
 use std::path::PathBuf;
 
-/// Why no bundle was written. Nothing is left behind in any case.
+/// Why no bundle was written, or why a bundle is not the one its manifest and digest describe.
+/// A build leaves nothing behind in any case.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     /// A listed skill is not in the skills directory (`skill-not-enabled`).
@@ -13,7 +14,8 @@ pub enum BundleError {
         /// Where it was looked for.
         path: PathBuf,
     },
-    /// A skill cannot go into the prompt as it is (`bundle-refused`).
+    /// A skill cannot go into the prompt as it is (`bundle-refused`, which the launcher reports
+    /// as skill-refused: every case is about a skill's own files).
     #[error("bundle-refused: {reason}: {path:?}")]
     Refused {
         /// What is wrong, in words.
@@ -21,17 +23,108 @@ pub enum BundleError {
         /// The offending file or directory.
         path: PathBuf,
     },
+    /// The role lists the same skill twice (`skill-duplicate`).
+    #[error("skill-duplicate: resolved.skills lists {skill:?} more than once")]
+    DuplicateSkill {
+        /// The skill listed twice.
+        skill: String,
+    },
     /// A route var is missing or names no model (`no-route`).
     #[error("no-route: {0}")]
     NoRoute(String),
-    /// The request itself is not usable (a relative workspace, ...).
-    #[error("bundle-refused: {0}")]
-    Invalid(String),
-    /// The bundle directory exists already; a bundle is never overwritten.
+    /// A path the session runs from is relative (`path-not-absolute`).
+    #[error("path-not-absolute: {field} {path:?} is not an absolute path")]
+    NotAbsolute {
+        /// The request field (`dir`, `session.workspace`, `install.gate`, ...).
+        field: &'static str,
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// The workspace cannot be the session's workspace (`workspace-invalid`).
+    #[error("workspace-invalid: session.workspace {path:?} {problem}")]
+    Workspace {
+        /// The workspace as given.
+        path: PathBuf,
+        /// What is wrong with it, in words.
+        problem: String,
+    },
+    /// The rendered prompt.md cannot go to the CLI as one argument (`prompt-too-large`).
+    #[error(
+        "prompt-too-large: prompt.md would be {bytes} bytes, over the {limit} bytes one command-line argument may take here (contract, session section and skill tags included)"
+    )]
+    PromptTooLarge {
+        /// The rendered prompt's size.
+        bytes: usize,
+        /// [`crate::PROMPT_BYTES`].
+        limit: usize,
+    },
+    /// The contract text cannot reach the CLI as it is (`contract-invalid`).
+    #[error("contract-invalid: contract {0}")]
+    Contract(String),
+    /// The request asks for land_work against what the broker said (`land-mismatch`).
+    #[error(
+        "land-mismatch: land is {requested} but resolved.landHeld is {held}; the bundle takes land from the resolved instance"
+    )]
+    LandMismatch {
+        /// What the request said.
+        requested: bool,
+        /// What the resolved instance says.
+        held: bool,
+    },
+    /// The request is not usable as a request: not JSON of the right shape, an unknown harness,
+    /// no install prefix (`request-invalid`).
+    #[error("request-invalid: {0}")]
+    Request(String),
+    /// The bundle directory exists already; a bundle is never overwritten (`bundle-exists`).
     #[error("bundle-exists: {0:?} exists already; a bundle is written once")]
     Exists(PathBuf),
-    /// Reading or writing failed.
-    #[error("cannot {operation} {path:?}")]
+    /// manifest.json is not a manifest this build can check (`manifest-invalid`).
+    #[error("manifest-invalid: {path:?}: {problem}")]
+    Manifest {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The bundle is not the one sealed by its digest: manifest.json, a file, a mode or an
+    /// asset changed, or a file was added (`bundle-changed`).
+    #[error("bundle-changed: {0}")]
+    Changed(String),
+    /// The policy's workspace is not the run's (`workspace-mismatch`).
+    #[error(
+        "workspace-mismatch: run.json's workspace {run:?} is not policy.json's workspace {policy:?} (both resolved)"
+    )]
+    WorkspaceMismatch {
+        /// run.json's workspace.
+        run: PathBuf,
+        /// policy.json's workspace.
+        policy: PathBuf,
+    },
+    /// The CLI is not the version the bundle was built and its gate proven for
+    /// (`cli-version-mismatch`).
+    #[error(
+        "cli-version-mismatch: {cli:?} --version prints {actual:?}, but the bundle's manifest records cliVersion {expected:?}"
+    )]
+    CliVersion {
+        /// The CLI run.json names.
+        cli: PathBuf,
+        /// What the manifest records.
+        expected: String,
+        /// What the CLI printed (trimmed).
+        actual: String,
+    },
+    /// A value could not be serialized (`bundle-failed`): nothing is written in its place.
+    #[error("bundle-failed: cannot serialize {what}: {source}")]
+    Serialize {
+        /// The file being produced.
+        what: &'static str,
+        /// The serializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Reading or writing failed (`bundle-failed`). The path is the target (the bundle's own
+    /// path, never the temporary sibling it is assembled in); the OS cause follows.
+    #[error("bundle-failed: cannot {operation} {path:?}: {source}")]
     Io {
         /// What was being done.
         operation: &'static str,
@@ -53,6 +146,8 @@ pub enum RefusalReason {
     BadName,
     /// A file is not UTF-8.
     NotUtf8,
+    /// A file holds a NUL byte, which cannot go through a command-line argument.
+    NulByte,
     /// A file holds `</skill-file>`, which would end its section of the prompt early.
     HoldsClosingTag,
     /// The role's skills add up to more than [`crate::SKILL_BYTES`].
@@ -69,6 +164,7 @@ impl RefusalReason {
             Self::Symlink => "a symlink",
             Self::BadName => "a name outside [A-Za-z0-9._/-]",
             Self::NotUtf8 => "not UTF-8",
+            Self::NulByte => "holds a NUL byte",
             Self::HoldsClosingTag => "holds </skill-file>",
             Self::TooLarge => "the role's skills add up to more than 64 KiB",
             Self::NoSkillMd => "no SKILL.md",
@@ -84,15 +180,26 @@ impl std::fmt::Display for RefusalReason {
 }
 
 impl BundleError {
-    /// The spec's code: `skill-not-enabled`, `bundle-refused`, `no-route`, `bundle-exists`, or
-    /// `bundle-failed` for an I/O failure.
+    /// The stable code: the spec's `skill-not-enabled`, `bundle-refused`, `no-route`,
+    /// `bundle-exists`, `bundle-failed`, and this build's own for what the spec does not name.
     pub fn code(&self) -> &'static str {
         match self {
             Self::SkillNotEnabled { .. } => "skill-not-enabled",
-            Self::Refused { .. } | Self::Invalid(_) => "bundle-refused",
+            Self::Refused { .. } => "bundle-refused",
+            Self::DuplicateSkill { .. } => "skill-duplicate",
             Self::NoRoute(_) => "no-route",
+            Self::NotAbsolute { .. } => "path-not-absolute",
+            Self::Workspace { .. } => "workspace-invalid",
+            Self::PromptTooLarge { .. } => "prompt-too-large",
+            Self::Contract(_) => "contract-invalid",
+            Self::LandMismatch { .. } => "land-mismatch",
+            Self::Request(_) => "request-invalid",
             Self::Exists(_) => "bundle-exists",
-            Self::Io { .. } => "bundle-failed",
+            Self::Manifest { .. } => "manifest-invalid",
+            Self::Changed(_) => "bundle-changed",
+            Self::WorkspaceMismatch { .. } => "workspace-mismatch",
+            Self::CliVersion { .. } => "cli-version-mismatch",
+            Self::Serialize { .. } | Self::Io { .. } => "bundle-failed",
         }
     }
 

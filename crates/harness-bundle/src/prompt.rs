@@ -6,15 +6,24 @@ use crate::skills::{self, Skill};
 /// The line every role without the end_run tool keeps.
 pub(crate) const HUMAN_STOPS_LINE: &str = "Only the human stops a run.";
 
-/// The line a role.end holder gets instead: it names the tool, and says what it does since rows
-/// 139 and 155.
-pub(crate) const END_RUN_LINE: &str = "You can stop a run with end_run (a role and a reason of 1 to 500 characters); \
+/// The line a role.end holder gets instead: it names the tool (`end_run`, as the model sees it
+/// in this harness), and says what it does since rows 139 and 155.
+pub(crate) fn end_run_line(end_run: &str) -> String {
+    format!(
+        "You can stop a run with {end_run} (a role and a reason of 1 to 500 characters); \
 it revokes that role's run and never makes a decision. The broker refuses ending your own run \
-(role-end-refused). Ending the assistant revokes every assistant thread run.";
+(role-end-refused). Ending the assistant revokes every assistant thread run."
+    )
+}
 
-/// The line a land_work holder gets: the landing's outcome comes later.
-pub(crate) const LAND_LINE: &str = "land_work starts a landing and answers at once with {landing: \"started\", commit, base, reviewed, patch_id}; \
-the outcome comes later as a RESULT from the bus: the landing, or the refusal code.";
+/// The line a land_work holder gets (the tool named as the model sees it): the landing's
+/// outcome comes later.
+pub(crate) fn land_line(land_work: &str) -> String {
+    format!(
+        "{land_work} starts a landing and answers at once with {{landing: \"started\", commit, base, reviewed, patch_id}}; \
+the outcome comes later as a RESULT from the bus: the landing, or the refusal code."
+    )
+}
 
 /// What the section lists, already named as the harness names them.
 pub(crate) struct SessionTools<'a> {
@@ -57,14 +66,16 @@ pub(crate) fn render(
 the broker decides every call, and a refusal reaches you as `refused: <code>`.\n",
     );
     let holds = |tool: &str| tools.typed_raw.iter().any(|name| name == tool);
+    // The tools are named as the model sees them, which is the harness module's to say.
+    let seen = |tool: &str| request.harness.typed_tool_name(tool);
     if holds("end_run") {
-        out.push_str(END_RUN_LINE);
+        out.push_str(&end_run_line(&seen("end_run")));
     } else {
         out.push_str(HUMAN_STOPS_LINE);
     }
     out.push('\n');
     if holds("land_work") {
-        out.push_str(LAND_LINE);
+        out.push_str(&land_line(&seen("land_work")));
         out.push('\n');
     }
     if !request.arbiter.is_empty() {
@@ -74,7 +85,8 @@ the broker decides every call, and a refusal reaches you as `refused: <code>`.\n
             .map(|(domain, arbiter)| format!("{domain} to {arbiter}"))
             .collect();
         out.push_str(&format!(
-            "A routed raise_decision goes to the business arbiter for its domain: {}. Without a domain it is delivery.\n",
+            "A routed {} goes to the business arbiter for its domain: {}. Without a domain it is delivery.\n",
+            seen("raise_decision"),
             routes.join(", ")
         ));
     }

@@ -61,11 +61,16 @@ pub struct BundleRequest<'a> {
     pub route_reason: String,
     /// The harness module's `version()` as the launcher read it.
     pub harness_version: String,
+    /// What `CLI --version` prints (trimmed) for the CLI the session is to run: the manifest
+    /// records it as `cliVersion`, and the runner refuses a CLI that prints anything else. A host
+    /// passes the module's `cli_version()` (the version the gate is proven for) unless it has
+    /// proven another.
+    pub cli_version: String,
     /// `launch.models`: a `model` var names a key.
     pub models: BTreeMap<String, LaunchModel>,
-    /// What the broker's landHeld said: true if and only if the role holds an approved merge
-    /// decision it could land.
-    pub land: bool,
+    /// Whether the role gets land_work. `None` takes the resolved instance's `landHeld` (what
+    /// the broker said); a value that disagrees with it is refused (`land-mismatch`).
+    pub land: Option<bool>,
     /// `<dataRoot>/skills-enabled`.
     pub skills_dir: PathBuf,
     /// Where the binaries and assets the bundle points at are installed.

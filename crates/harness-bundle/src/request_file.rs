@@ -43,9 +43,11 @@ struct RequestFile {
     #[serde(default)]
     harness_version: Option<String>,
     #[serde(default)]
+    cli_version: Option<String>,
+    #[serde(default)]
     models: Option<BTreeMap<String, LaunchModel>>,
     #[serde(default)]
-    land: bool,
+    land: Option<bool>,
     skills_dir: PathBuf,
     #[serde(default)]
     install: Option<Install>,
@@ -70,8 +72,9 @@ pub struct LoadedRequest {
     route: Route,
     route_reason: String,
     harness_version: String,
+    cli_version: String,
     models: BTreeMap<String, LaunchModel>,
-    land: bool,
+    land: Option<bool>,
     skills_dir: PathBuf,
     install: InstallLayout,
     network: String,
@@ -92,6 +95,7 @@ impl LoadedRequest {
             route: self.route,
             route_reason: self.route_reason.clone(),
             harness_version: self.harness_version.clone(),
+            cli_version: self.cli_version.clone(),
             models: self.models.clone(),
             land: self.land,
             skills_dir: self.skills_dir.clone(),
@@ -102,16 +106,20 @@ impl LoadedRequest {
 }
 
 fn invalid(path: &Path, what: impl std::fmt::Display) -> BundleError {
-    BundleError::Invalid(format!("{}: {what}", path.display()))
+    BundleError::Request(format!("{}: {what}", path.display()))
 }
 
 /// Reads a request file. Relative paths in it are relative to its directory; `install`
 /// defaults to `default_prefix` (the prefix the `harness` binary is installed under); `harness`
-/// defaults to the route's harness var; `models` to the instance's `launch.models`.
+/// defaults to the route's harness var; `models` to the instance's `launch.models`;
+/// `cliVersion` to the module's `cli_version()`; `land` to the instance's `landHeld`.
 pub fn load_request(
     path: &Path,
     default_prefix: Option<&Path>,
 ) -> Result<LoadedRequest, BundleError> {
+    // Paths in the file are relative to its directory, which is made absolute first: a bundle's
+    // files must point at absolute paths (path-not-absolute).
+    let path = &std::path::absolute(path).map_err(BundleError::io("resolve", path))?;
     let text = std::fs::read(path).map_err(BundleError::io("read", path))?;
     let file: RequestFile = serde_json::from_slice(&text)
         .map_err(|error| invalid(path, format!("not a bundle request: {error}")))?;
@@ -154,6 +162,7 @@ pub fn load_request(
         route: file.route,
         route_reason: file.route_reason,
         harness_version: file.harness_version.unwrap_or_else(|| harness.version().to_owned()),
+        cli_version: file.cli_version.unwrap_or_else(|| harness.cli_version().to_owned()),
         models,
         land: file.land,
         skills_dir: base.join(file.skills_dir),

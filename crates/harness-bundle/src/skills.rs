@@ -145,6 +145,11 @@ fn collect(
                 let Ok(text) = String::from_utf8(bytes) else {
                     return Err(refused(RefusalReason::NotUtf8, path));
                 };
+                // A NUL cannot go through the command-line argument the prompt travels in: the
+                // adapter's `$(cat prompt.md)` would drop it silently.
+                if text.contains('\0') {
+                    return Err(refused(RefusalReason::NulByte, path));
+                }
                 if text.contains(CLOSING_TAG) {
                     return Err(refused(RefusalReason::HoldsClosingTag, path));
                 }

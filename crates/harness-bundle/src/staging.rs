@@ -63,12 +63,16 @@ impl Staging {
         };
         let serial = COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = parent.join(format!(".{name}.partial-{}-{serial}", std::process::id()));
-        DirBuilder::new().mode(DIR_MODE).create(&temp).map_err(BundleError::io("create", &temp))?;
+        // Errors name the bundle directory asked for, never the internal sibling.
+        DirBuilder::new()
+            .mode(DIR_MODE)
+            .create(&temp)
+            .map_err(BundleError::io("create", target))?;
         let temp_fd = match rustix::fs::open(&temp, DIR_FLAGS, Mode::empty()) {
             Ok(fd) => fd,
             Err(errno) => {
                 let _ = std::fs::remove_dir(&temp);
-                return Err(BundleError::io("open", &temp)(errno.into()));
+                return Err(BundleError::io("open", target)(errno.into()));
             }
         };
         Ok(Self {
@@ -83,7 +87,8 @@ impl Staging {
 
     /// Writes the file `rel` (a `/`-separated path inside the bundle), making its directories.
     pub(crate) fn write(&mut self, rel: &str, bytes: &[u8]) -> Result<(), BundleError> {
-        let path = self.temp.join(rel);
+        // Errors name the file's path in the bundle asked for, never the internal sibling.
+        let path = self.target.join(rel);
         let mut made = String::new();
         let parents: Vec<&str> = rel.split('/').collect();
         for dir in &parents[..parents.len().saturating_sub(1)] {
@@ -94,7 +99,7 @@ impl Staging {
             if self.made.insert(PathBuf::from(&made)) {
                 rustix::fs::mkdirat(&self.temp_fd, made.as_str(), Mode::from_raw_mode(DIR_MODE))
                     .map_err(|errno| {
-                        BundleError::io("create", self.temp.join(&made))(errno.into())
+                        BundleError::io("create", self.target.join(&made))(errno.into())
                     })?;
             }
         }

@@ -120,6 +120,16 @@ pub fn builtins(harness: Harness) -> &'static [BuiltinTool] {
     }
 }
 
+/// The built-in tools of `harness` that a role's `limits.tools` grants, in the table's order. A
+/// limit that names no tool of this harness grants nothing: the gate would block such a tool.
+pub fn granted(harness: Harness, limits: &[String]) -> Vec<&'static str> {
+    builtins(harness)
+        .iter()
+        .filter(|tool| tool.limit.is_some_and(|limit| limits.iter().any(|l| l == limit)))
+        .map(|tool| tool.name)
+        .collect()
+}
+
 /// The built-in tool `name` of `harness`, or `None`.
 pub fn builtin(harness: Harness, name: &str) -> Option<&'static BuiltinTool> {
     builtins(harness).iter().find(|tool| tool.name == name)
@@ -128,6 +138,15 @@ pub fn builtin(harness: Harness, name: &str) -> Option<&'static BuiltinTool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_grant_in_table_order_and_unknown_names_grant_nothing() {
+        let limits: Vec<String> =
+            ["ls", "read", "find", "frobnicate", "bash"].iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(granted(Harness::Pi, &limits), ["read", "find", "ls", "bash"]);
+        assert_eq!(granted(Harness::ClaudeCode, &limits), ["Read", "Glob"]);
+        assert!(granted(Harness::ClaudeCode, &[]).is_empty());
+    }
 
     #[test]
     fn every_limit_name_is_a_pi_tool() {

@@ -17,7 +17,7 @@ mod env;
 mod harness;
 mod layout;
 
-pub use builtins::{BuiltinTool, PathField, PathKind, builtin, builtins};
+pub use builtins::{BuiltinTool, PathField, PathKind, builtin, builtins, granted};
 pub use env::{AdapterEnv, AssetRole};
 pub use harness::{Harness, MCP_SERVER, TYPED_PREFIX_CLAUDE, typed_tool_name};
 pub use layout::{BundleDir, RunDir, TurnFiles};

@@ -26,6 +26,9 @@ pub struct RunFile {
     /// The bundle, relative to the run directory or absolute (default `bundle`).
     #[serde(default = "default_bundle")]
     pub bundle: PathBuf,
+    /// The bundle's digest as the build returned it (the sha256 of its manifest.json): the
+    /// runner runs only the bundle it seals (docs/bundle.md, "The seal").
+    pub bundle_digest: String,
     /// The agent CLI the adapter runs (`pi` or `claude`, absolute).
     pub cli: PathBuf,
     /// The wall clock of one turn, in seconds (default 900).
@@ -120,6 +123,8 @@ pub struct Run {
     pub manifest: Manifest,
     /// The bundle's tools.json.
     pub tools: harness_tools::ToolsFile,
+    /// The bundle as verified against run.json's digest, checked again before each turn.
+    pub seal: harness_bundle::SealedBundle,
 }
 
 impl Run {
@@ -212,22 +217,50 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
         ));
     }
     let bundle = dir.join(&file.bundle);
-    let manifest: Manifest = read_json(&bundle.join("manifest.json"))?;
-    let report = harness_bundle::verify_bundle(&bundle)
-        .map_err(|source| RunError::Bundle { path: bundle.clone(), source })?;
-    if let Some(first) = report.mismatches.first() {
-        return Err(RunError::invalid(
-            &bundle,
-            format!(
-                "the bundle does not match its manifest ({} differences; the first: {first})",
-                report.mismatches.len()
-            ),
-        ));
-    }
+    // The seal (docs/bundle.md): the bundle is verified against run.json's digest, its
+    // workspace and CLI against run.json's, and the manifest is parsed from the verified bytes.
+    let sealed = |source| RunError::Bundle { path: bundle.clone(), source };
+    let seal = harness_bundle::SealedBundle::open(&bundle, &file.bundle_digest).map_err(sealed)?;
+    seal.check_workspace(&file.workspace).map_err(sealed)?;
+    seal.check_cli_version(&file.cli, &cli_version(&file.cli)?).map_err(sealed)?;
+    let manifest_json = bundle.join("manifest.json");
+    let manifest: Manifest = serde_json::from_slice(seal.manifest_bytes())
+        .map_err(|source| RunError::Json { path: manifest_json, source })?;
     let tools_json = bundle.join("tools.json");
     let tools = harness_tools::ToolsFile::load(&tools_json)
         .map_err(|error| RunError::invalid(&tools_json, error.to_string()))?;
-    Ok(Run { dir: dir.to_path_buf(), file, bundle, manifest, tools })
+    Ok(Run { dir: dir.to_path_buf(), file, bundle, manifest, tools, seal })
+}
+
+/// What `CLI --version` prints, run once at start with only the runner's PATH (Pi's launcher
+/// finds Node on it) and a wall clock of 10 s.
+#[expect(clippy::disallowed_methods, reason = "the runner checks its CLI's version once at start")]
+fn cli_version(cli: &Path) -> Result<String, RunError> {
+    use std::io::Read as _;
+    let failed = |why: String| RunError::invalid(cli, format!("cannot run --version: {why}"));
+    let mut child = std::process::Command::new(cli)
+        .arg("--version")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| failed(error.to_string()))?;
+    let start = std::time::Instant::now();
+    while child.try_wait().map_err(|error| failed(error.to_string()))?.is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failed("no answer in 10 s".to_owned()));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut out = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        stdout.take(64 * 1024).read_to_end(&mut out).map_err(|error| failed(error.to_string()))?;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// A state directory the session cannot reach through the run directory or the workspace:

@@ -605,6 +605,11 @@ impl<'a> Session<'a> {
                     }
                 },
             };
+            // The seal (docs/bundle.md): no turn runs on a bundle changed since the start; the
+            // run ends with exit 2 and the message stays unread.
+            if let Err(source) = self.run.seal.recheck() {
+                break Err(RunError::Bundle { path: self.run.bundle.clone(), source });
+            }
             let (number, outcome) = match self.turn(&message, &session_id) {
                 Ok(turn) => turn,
                 Err(error) => break Err(error),

@@ -163,7 +163,7 @@ impl SessionScenario {
         resolved.projects = options.projects.clone();
         resolved.actions.within_role.extend(options.actions.iter().cloned());
         let module = module(harness).ok_or_else(|| io::Error::other("no harness module"))?;
-        build_bundle(&BundleRequest {
+        let built = build_bundle(&BundleRequest {
             dir: run.join("bundle"),
             resolved: &resolved,
             contract: std::fs::read_to_string(fixtures.join("bundle/contracts/pm.md"))?,
@@ -179,8 +179,9 @@ impl SessionScenario {
             route: Route::Primary,
             route_reason: "the primary route is healthy".to_owned(),
             harness_version: module.version().to_owned(),
+            cli_version: module.cli_version().to_owned(),
             models: resolved.launch.models.clone(),
-            land: false,
+            land: None,
             skills_dir: fixtures.join("bundle/skills-enabled"),
             install: options.layout,
             network: "host".to_owned(),
@@ -196,6 +197,7 @@ impl SessionScenario {
         let mut run_json = json!({
             "broker": broker.socket(),
             "workspace": workspace,
+            "bundleDigest": built.digest,
             "cli": cli.program(),
             "turnTimeout": options.turn_timeout,
             "brokerRetries": 10,

@@ -24,6 +24,8 @@ pub(crate) fn setup(dir: &Path, resolved: &str, route: &str) -> std::path::PathB
         ("share/harness/pi/extension.mjs", "extension"),
         ("share/harness/pi/unslop-extension.mjs", "unslop extension"),
         ("share/harness/unslop/lists.json", "{}"),
+        ("share/harness/adapters/pi.sh", "pi adapter"),
+        ("share/harness/adapters/claude-code.sh", "claude-code adapter"),
     ] {
         let path = prefix.join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -62,13 +64,19 @@ fn a_bundle_built_for_each_harness_passes_verify() {
             out.to_str().unwrap(),
         ]);
         assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-        assert_eq!(String::from_utf8_lossy(&built.stdout).trim(), out.display().to_string());
+        let digest = String::from_utf8_lossy(&built.stdout).trim().to_owned();
+        assert_eq!(
+            digest,
+            harness_bundle::hex_sha256(&std::fs::read(out.join("manifest.json")).unwrap())
+        );
         let manifest: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
         assert_eq!(manifest["harness"], expected);
         let verified = harness(&["bundle", "verify", out.to_str().unwrap()]);
         assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
         assert!(String::from_utf8_lossy(&verified.stdout).starts_with("ok: "));
+        let sealed = harness(&["bundle", "verify", out.to_str().unwrap(), "--digest", &digest]);
+        assert!(sealed.status.success(), "{}", String::from_utf8_lossy(&sealed.stdout));
     }
 }
 
@@ -125,4 +133,63 @@ fn a_refused_build_names_its_code_and_writes_nothing() {
     assert!(std::fs::read_dir(&out).unwrap().next().is_none());
     let usage = harness(&["bundle", "build", "--request"]);
     assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn verify_checks_the_digest_the_adapter_modes_and_refuses_a_key_outside() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let request = setup(dir.path(), "pm", "primary");
+    let out = dir.path().join("bundle");
+    let built = harness(&[
+        "bundle",
+        "build",
+        "--request",
+        request.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let digest = String::from_utf8_lossy(&built.stdout).trim().to_owned();
+    let verify = |digest: Option<&str>| {
+        let mut args = vec!["bundle", "verify", out.to_str().unwrap()];
+        args.extend(digest.map(|digest| ["--digest", digest]).into_iter().flatten());
+        let output = harness(&args);
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // The manifest's model edited: only the digest sees it.
+    let manifest_path = out.join("manifest.json");
+    let original = std::fs::read_to_string(&manifest_path).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_str(&original).unwrap();
+    manifest["cliTools"] = json!(["Bash"]);
+    std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    let (code, stdout, _) = verify(Some(&digest));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains(&format!("the bundle digest is {digest}")), "{stdout}");
+    // A files key outside the bundle refuses the manifest instead of reading the file.
+    manifest["files"]["../../../etc/hostname"] = json!("0".repeat(64));
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let (code, _, stderr) = verify(None);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("manifest-invalid") && stderr.contains("../../../etc/hostname"),
+        "{stderr}"
+    );
+    std::fs::write(&manifest_path, &original).unwrap();
+    // The adapter script and a mode.
+    std::fs::write(dir.path().join("prefix/share/harness/adapters/claude-code.sh"), "exec claude")
+        .unwrap();
+    std::fs::set_permissions(out.join("policy.json"), std::fs::Permissions::from_mode(0o644))
+        .unwrap();
+    let (code, stdout, _) = verify(Some(&digest));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.lines().any(|line| line.starts_with("adapter (")), "{stdout}");
+    assert!(
+        stdout.lines().any(|line| line == "policy.json: mode 0644, the bundle's is 0600"),
+        "{stdout}"
+    );
 }

@@ -51,7 +51,8 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("deep resolved", format!(r#"{{"resolved": {deep}"#).into_bytes(), "not a bundle request"),
         ("oversized", [b"{\"contract\": \"".to_vec(), vec![b'x'; 20 << 20]].concat(), "not a bundle request: EOF while parsing"),
         ("an array", b"[]".to_vec(), "not a bundle request"),
-        ("an unknown field", with("cap", json!("x")), "unknown field `cap`"),
+        ("an unknown field", with("cap", json!("x")), "request-invalid: "),
+        ("an unknown field named", with("cap", json!("x")), "unknown field `cap`"),
         ("no session", without("session"), "missing field `session`"),
         ("route unknown", with("route", json!("sideways")), "not a bundle request"),
         ("resolved a number", with("resolved", json!(5)), "not a bundle request"),
@@ -59,10 +60,15 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("resolved missing", with("resolved", json!(files.join("none.json"))), "none.json"),
         ("contract missing", with("contract", json!(files.join("none.md"))), "none.md"),
         ("contract not UTF-8", with("contract", json!(files.join("contract.md"))), "contract.md"),
-        ("harness unknown", with("harness", json!("vim")), "no harness module is called \"vim\""),
-        ("workspace relative", with("session", json!({"run": "r", "launchedBy": "jo", "workspace": "ws"})), "bundle-refused"),
+        ("harness unknown", with("harness", json!("vim")), "request-invalid: "),
+        ("harness unknown named", with("harness", json!("vim")), "no harness module is called \"vim\""),
+        ("workspace relative", with("session", json!({"run": "r", "launchedBy": "jo", "workspace": "ws"})), "path-not-absolute: session.workspace \"ws\""),
+        ("workspace missing", with("session", json!({"run": "r", "launchedBy": "jo", "workspace": files.join("no-ws")})), "workspace-invalid: "),
+        ("workspace root", with("session", json!({"run": "r", "launchedBy": "jo", "workspace": "/"})), "workspace-invalid: "),
+        ("land disagrees", with("land", json!(true)), "land-mismatch: "),
         ("skillsDir missing", with("skillsDir", json!(files.join("no-skills"))), "skill"),
-        ("install missing", with("install", json!({"prefix": files.join("no-prefix")})), "cannot hash"),
+        ("install missing", with("install", json!({"prefix": files.join("no-prefix")})), "bundle-failed: cannot hash"),
+        ("install missing, the OS cause", with("install", json!({"prefix": files.join("no-prefix")})), "No such file or directory (os error 2)"),
     ];
     let out_parent = dir.path().join("out");
     std::fs::create_dir(&out_parent).unwrap();
@@ -103,6 +109,12 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         assert!(stderr.contains(request.to_str().unwrap()), "{what}: names the file: {stderr}");
         assert!(listing(&out_parent).is_empty(), "{what}: written: {:?}", listing(&out_parent));
     }
+    // A relative --out is refused: the bundle's files would point at relative paths.
+    let relative =
+        harness(&["bundle", "build", "--request", good_path.to_str().unwrap(), "--out", "bundle"]);
+    let stderr = String::from_utf8_lossy(&relative.stderr);
+    assert_eq!(relative.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("path-not-absolute: dir \"bundle\""), "{stderr}");
     // And the good request still builds.
     let out = out_parent.join("bundle");
     let built = harness(&[

@@ -50,13 +50,15 @@ fn the_claude_code_bundle_blocks_an_outside_read_and_lists_the_typed_tools() {
         route: Route::Primary,
         route_reason: "test".into(),
         harness_version: "claude-code 2.1.296".into(),
+        cli_version: "2.1.296 (Claude Code)".into(),
         models: resolved.launch.models.clone(),
-        land: false,
+        land: None,
         skills_dir: root.join("fixtures/bundle/skills-enabled"),
         install: InstallLayout::from_checkout(&root, &bin_dir),
         network: "host".into(),
     })
-    .unwrap();
+    .unwrap()
+    .dir;
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
     let typed: Vec<String> = manifest["typedTools"]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use harness_testkit::BrokerAnswer;
 use serde_json::{Value, json};
 
-use super::fixture::{Fixture, alive, finish, message, stderr, terminate, wait_until};
+use super::fixture::{Fixture, alive, fake_cli, finish, message, stderr, terminate, wait_until};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const SECRET: &str = "outside the workspace, never for the session";
@@ -188,26 +188,36 @@ fn with_confine_off_the_same_probe_gets_through() {
 
 #[test]
 fn required_confinement_exits_2_when_a_rule_cannot_be_applied() {
-    let fx = Fixture::with_run_json(|run| {
-        run["confine"] = json!("required");
-        run["cli"] = json!("/nonexistent/harness-test-cli");
-    });
-    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
-    let child = fx.spawn(&[("TEST_MODE", "ok")]);
+    // The CLI is there when the runner starts (it checks the CLI's version once) and gone when
+    // the turn comes, so its rule cannot be applied.
+    let start_then_remove_the_cli = |required: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let cli = fake_cli(&dir.path().join("harness-test-cli"));
+        let fx = Fixture::with_run_json(|run| {
+            if required {
+                run["confine"] = json!("required");
+            }
+            run["cli"] = json!(cli);
+        });
+        let child = fx.spawn(&[("TEST_MODE", "ok")]);
+        wait_until(LIMIT, "the first poll", || !fx.broker.calls_of("message.read").is_empty());
+        std::fs::remove_file(&cli).unwrap();
+        fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
+        (fx, child, cli, dir)
+    };
+    let (fx, child, cli, _dir) = start_then_remove_the_cli(true);
     let output = finish(child, LIMIT);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("/nonexistent/harness-test-cli"), "{}", stderr(&output));
+    assert!(stderr(&output).contains(&cli.display().to_string()), "{}", stderr(&output));
     assert!(fx.broker.calls_of("message.send").is_empty(), "no turn ran unconfined");
 
     // Best effort runs the turn, confined, and logs the rule it could not apply.
-    let fx = Fixture::with_run_json(|run| run["cli"] = json!("/nonexistent/harness-test-cli"));
-    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
-    let child = fx.spawn(&[("TEST_MODE", "ok")]);
+    let (fx, child, cli, _dir) = start_then_remove_the_cli(false);
     wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
     terminate(&child);
     let output = finish(child, LIMIT);
     assert!(
-        stderr(&output).contains("not applied: /nonexistent/harness-test-cli"),
+        stderr(&output).contains(&format!("not applied: {}", cli.display())),
         "{}",
         stderr(&output)
     );

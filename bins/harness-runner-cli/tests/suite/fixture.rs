@@ -57,6 +57,19 @@ case "${TEST_MODE:-ok}" in
 esac
 "#;
 
+/// What the fixture's CLI prints for `--version`; the bundle records it as `cliVersion`.
+pub(crate) const FAKE_CLI_VERSION: &str = "fake-cli 1.0";
+
+/// Writes an executable CLI at `path` that prints [`FAKE_CLI_VERSION`] for `--version`.
+pub(crate) fn fake_cli(path: &Path) -> PathBuf {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o755).open(path).unwrap();
+    file.write_all(format!("#!/bin/sh\necho '{FAKE_CLI_VERSION}'\n").as_bytes()).unwrap();
+    path.to_path_buf()
+}
+
 pub(crate) struct Fixture {
     _dir: tempfile::TempDir,
     pub(crate) run: PathBuf,
@@ -109,7 +122,8 @@ impl Fixture {
         .unwrap();
         edit_resolved(&mut resolved);
         std::fs::create_dir_all(root.join("skills")).unwrap();
-        build_bundle(&BundleRequest {
+        let cli = fake_cli(&root.join("prefix/bin/fake-cli"));
+        let built = build_bundle(&BundleRequest {
             dir: run.join("bundle"),
             resolved: &resolved,
             contract: "# Role contract: assistant\n".to_owned(),
@@ -125,8 +139,9 @@ impl Fixture {
             route: Route::Primary,
             route_reason: "test".into(),
             harness_version: "test".into(),
+            cli_version: FAKE_CLI_VERSION.into(),
             models: resolved.launch.models.clone(),
-            land: resolved.land_held,
+            land: None,
             skills_dir: root.join("skills"),
             install: layout,
             network: "host".into(),
@@ -148,7 +163,8 @@ impl Fixture {
         let mut run_json = json!({
             "broker": broker.socket(),
             "workspace": workspace,
-            "cli": "/bin/true",
+            "bundleDigest": built.digest,
+            "cli": cli,
             "turnTimeout": 20,
             "brokerRetries": 3,
             "pollInterval": 0.02,

@@ -11,4 +11,5 @@ mod load;
 mod no_read_without_tool;
 mod real_sessions;
 mod s0_lines;
+mod sealed;
 mod turns;

@@ -8,13 +8,19 @@
 set -eu
 
 for var in MOSAIC_CLI MOSAIC_BUNDLE MOSAIC_WORKSPACE MOSAIC_SESSION_DIR MOSAIC_SESSION_ID \
-    MOSAIC_MODEL MOSAIC_THINKING MOSAIC_TOOLS MOSAIC_REQUEST MOSAIC_TURN; do
+    MOSAIC_MODEL MOSAIC_THINKING MOSAIC_REQUEST MOSAIC_TURN; do
   eval "value=\${$var:-}"
   if [ -z "$value" ]; then
     echo "claude-code adapter: $var is not set" >&2
     exit 2
   fi
 done
+# MOSAIC_TOOLS is set but may be empty: a role with no file tool gets `--tools ""`, no built-in
+# at all, and still has its typed tools from the MCP server.
+if [ -z "${MOSAIC_TOOLS+set}" ]; then
+  echo "claude-code adapter: MOSAIC_TOOLS is not set" >&2
+  exit 2
+fi
 
 export HOME="$MOSAIC_SESSION_DIR/home"
 export CLAUDE_CONFIG_DIR="$MOSAIC_SESSION_DIR/claude-config"

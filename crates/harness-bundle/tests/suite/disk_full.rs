@@ -70,15 +70,20 @@ fn disk_full_while_writing_a_bundle_fails_bundle_failed_and_leaves_nothing() {
             break;
         }
         match build_bundle(&request(&env, &instance, Route::Primary)) {
-            Ok(dir) => {
+            Ok(built_bundle) => {
                 built += 1;
-                assert!(harness_bundle::verify_bundle(&dir).unwrap().mismatches.is_empty());
-                std::fs::remove_dir_all(&dir).unwrap();
+                let report =
+                    harness_bundle::verify_bundle(&built_bundle.dir, Some(&built_bundle.digest))
+                        .unwrap();
+                assert!(report.mismatches.is_empty());
+                std::fs::remove_dir_all(&built_bundle.dir).unwrap();
             }
             Err(error) => {
                 assert_eq!(error.code(), "bundle-failed", "filler {size}: {error}");
                 let text = error.to_string();
                 assert!(text.contains(&env.out.display().to_string()), "names the file: {text}");
+                assert!(!text.contains(".partial"), "names the target, not the sibling: {text}");
+                assert!(text.contains("No space left on device"), "the OS cause: {text}");
                 let source = std::error::Error::source(&error)
                     .and_then(|source| source.downcast_ref::<std::io::Error>())
                     .and_then(std::io::Error::raw_os_error);

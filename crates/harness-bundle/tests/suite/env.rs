@@ -46,6 +46,8 @@ impl Env {
             (&layout.pi_extension, "fake extension"),
             (&layout.pi_unslop_extension, "fake unslop extension"),
             (&layout.unslop_lists, "{\"fake\": true}"),
+            (&layout.adapters.join("pi.sh"), "fake pi adapter"),
+            (&layout.adapters.join("claude-code.sh"), "fake claude-code adapter"),
         ] {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
@@ -145,8 +147,9 @@ pub(crate) fn request_with<'a>(
             Route::Fallback => "the primary provider answered 529 three times".to_owned(),
         },
         harness_version: harness.version().to_owned(),
+        cli_version: harness.cli_version().to_owned(),
         models: resolved.launch.models.clone(),
-        land: resolved.land_held,
+        land: None,
         skills_dir: env.skills.clone(),
         install: env.layout.clone(),
         network: "host".to_owned(),

@@ -3,5 +3,6 @@ mod env;
 mod props;
 mod refusals;
 mod routes;
+mod seal;
 mod snapshots;
 mod tidy;

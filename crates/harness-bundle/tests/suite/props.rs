@@ -61,9 +61,9 @@ proptest! {
         match build_bundle(&request(&env, &instance, Route::Primary)) {
             Ok(bundle) => {
                 prop_assert!(!expect_refused, "built although the oracle refuses: {files:?}");
-                let prompt = std::fs::read_to_string(bundle.join("prompt.md")).unwrap();
+                let prompt = std::fs::read_to_string(bundle.dir.join("prompt.md")).unwrap();
                 for (name, bytes) in &files {
-                    let copy = std::fs::read(bundle.join("skills/gen").join(name)).unwrap();
+                    let copy = std::fs::read(bundle.dir.join("skills/gen").join(name)).unwrap();
                     prop_assert_eq!(&copy, bytes);
                     let text = std::str::from_utf8(bytes).unwrap();
                     let open = format!("<skill-file skill=\"gen\" path=\"{name}\">\n{text}");

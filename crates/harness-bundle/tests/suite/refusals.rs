@@ -192,7 +192,8 @@ fn a_relative_workspace_is_refused() {
     let mut req = request(&env, &instance, Route::Primary);
     req.session.workspace = "ws".into();
     let error = build_bundle(&req).unwrap_err();
-    assert_eq!(error.code(), "bundle-refused");
+    assert_eq!(error.code(), "path-not-absolute");
+    assert!(error.to_string().contains("session.workspace \"ws\""), "{error}");
     assert!(env.out_is_empty());
 }
 
@@ -205,4 +206,195 @@ fn a_missing_gate_fails_the_build() {
     assert_eq!(error.code(), "bundle-failed");
     assert!(error.to_string().contains("harness-gate"), "{error}");
     assert!(env.out_is_empty());
+}
+
+/// Builds `edit`ed requests for the pm fixture and checks each refusal's code, what its message
+/// names, and that nothing is left behind.
+#[track_caller]
+fn refuse_request(
+    edit: impl FnOnce(&Env, &mut harness_bundle::BundleRequest<'_>),
+    code: &str,
+    names: &str,
+) {
+    let env = Env::new();
+    let instance = resolved("pm");
+    let mut req = request(&env, &instance, Route::Primary);
+    edit(&env, &mut req);
+    let error = build_bundle(&req).unwrap_err();
+    assert_eq!(error.code(), code, "{error}");
+    assert!(error.to_string().contains(names), "{error} should name {names:?}");
+    assert!(env.out_is_empty(), "a refusal must leave nothing behind");
+}
+
+#[test]
+fn a_relative_bundle_dir_is_refused_naming_the_field() {
+    refuse_request(|_, req| req.dir = "bundle".into(), "path-not-absolute", "dir \"bundle\"");
+}
+
+#[test]
+fn a_relative_install_path_is_refused_naming_the_field() {
+    refuse_request(
+        |_, req| req.install = harness_adapters::InstallLayout::under(Path::new("prefix")),
+        "path-not-absolute",
+        "install.gate \"prefix/bin/harness-gate\"",
+    );
+}
+
+#[test]
+fn a_workspace_that_is_missing_a_file_root_or_not_normal_is_refused() {
+    refuse_request(
+        |env, req| req.session.workspace = env.root.join("missing"),
+        "workspace-invalid",
+        "cannot be resolved",
+    );
+    refuse_request(
+        |env, req| {
+            std::fs::write(env.root.join("a-file"), "x").unwrap();
+            req.session.workspace = env.root.join("a-file");
+        },
+        "workspace-invalid",
+        "is not a directory",
+    );
+    refuse_request(|_, req| req.session.workspace = "/".into(), "workspace-invalid", "is /");
+    refuse_request(
+        |env, req| req.session.workspace = env.root.join("ws/../ws"),
+        "workspace-invalid",
+        "is not in normal form",
+    );
+    refuse_request(
+        |env, req| req.session.workspace = env.root.join("ws/"),
+        "workspace-invalid",
+        "is not in normal form",
+    );
+    refuse_request(
+        |env, req| {
+            symlink("ws", &env.root.join("ws-link"));
+            req.session.workspace = env.root.join("ws-link");
+        },
+        "workspace-invalid",
+        "is not in normal form",
+    );
+    refuse_request(
+        |env, req| req.session.workspace = env.root.clone(),
+        "workspace-invalid",
+        "holds the bundle directory",
+    );
+    refuse_request(
+        |env, req| {
+            std::fs::create_dir_all(env.workspace.join("sub")).unwrap();
+            symlink("ws/sub", &env.root.join("into-ws"));
+            req.dir = env.root.join("into-ws/bundle");
+        },
+        "workspace-invalid",
+        "holds the bundle directory",
+    );
+}
+
+#[test]
+fn a_prompt_over_the_argument_limit_is_refused() {
+    // 2,500 small files: under the 64 KiB of skill bytes, over one argument once tagged.
+    refuse(
+        &["many"],
+        |dir| {
+            let many = dir.join("many");
+            std::fs::create_dir_all(&many).unwrap();
+            std::fs::write(many.join("SKILL.md"), "# Many\n").unwrap();
+            for index in 0..2500 {
+                std::fs::write(many.join(format!("f{index:04}.md")), "tiny\n").unwrap();
+            }
+        },
+        "prompt-too-large",
+        "over the 122880 bytes",
+    );
+}
+
+#[test]
+fn a_prompt_at_the_limit_is_built() {
+    // The pm contract and section with one skill file that brings prompt.md to exactly the limit.
+    let env = Env::new();
+    let mut instance = resolved("pm");
+    instance.skills = vec!["fill".to_owned()];
+    std::fs::create_dir_all(env.skills.join("fill")).unwrap();
+    std::fs::write(env.skills.join("fill/SKILL.md"), "x\n").unwrap();
+    let probe = build_bundle(&request(&env, &instance, Route::Primary)).unwrap();
+    let base = std::fs::metadata(probe.dir.join("prompt.md")).unwrap().len() as usize;
+    std::fs::remove_dir_all(&probe.dir).unwrap();
+    let pad = harness_bundle::PROMPT_BYTES - base;
+    let contract = format!("{}{}\n", super::env::contract("pm"), "c".repeat(pad - 1));
+    let mut req = request(&env, &instance, Route::Primary);
+    req.contract = contract.clone();
+    let built = build_bundle(&req).unwrap();
+    let len = std::fs::metadata(built.dir.join("prompt.md")).unwrap().len() as usize;
+    assert_eq!(len, harness_bundle::PROMPT_BYTES);
+    std::fs::remove_dir_all(&built.dir).unwrap();
+    req.contract = format!("{contract}c");
+    assert_eq!(build_bundle(&req).unwrap_err().code(), "prompt-too-large");
+}
+
+#[test]
+fn a_skill_listed_twice_is_refused_by_name_without_a_temporary_path() {
+    let env = Env::new();
+    let mut instance = resolved("pm");
+    instance.skills = vec!["tdd".to_owned(), "writing".to_owned(), "tdd".to_owned()];
+    let error = build_bundle(&request(&env, &instance, Route::Primary)).unwrap_err();
+    assert_eq!(error.code(), "skill-duplicate", "{error}");
+    assert!(error.to_string().contains("\"tdd\""), "{error}");
+    assert!(!error.to_string().contains(".partial"), "{error}");
+    assert!(env.out_is_empty());
+}
+
+#[test]
+fn a_nul_byte_in_a_skill_file_is_refused() {
+    refuse(
+        &["tdd"],
+        |dir| std::fs::write(dir.join("tdd/nul.md"), "before\0after\n").unwrap(),
+        "bundle-refused",
+        "nul.md",
+    );
+}
+
+#[test]
+fn a_nul_byte_in_the_contract_is_refused() {
+    refuse_request(
+        |_, req| req.contract = "# Contract\0 hidden\n".to_owned(),
+        "contract-invalid",
+        "contract holds a NUL byte",
+    );
+}
+
+#[test]
+fn land_defaults_to_land_held_and_a_request_that_disagrees_is_refused() {
+    let env = Env::new();
+    // The reviewer holds an approved merge (landHeld true): land_work without asking for it.
+    let instance = resolved("reviewer");
+    let mut req = request(&env, &instance, Route::Primary);
+    req.land = None;
+    let built = build_bundle(&req).unwrap();
+    let tools = std::fs::read_to_string(built.dir.join("tools.json")).unwrap();
+    assert!(tools.contains("\"land_work\""), "{tools}");
+    std::fs::remove_dir_all(&built.dir).unwrap();
+    req.land = Some(false);
+    let error = build_bundle(&req).unwrap_err();
+    assert_eq!(error.code(), "land-mismatch", "{error}");
+    assert!(error.to_string().contains("landHeld is true"), "{error}");
+    let pm = resolved("pm");
+    let mut req = request(&env, &pm, Route::Primary);
+    req.land = Some(true);
+    assert_eq!(build_bundle(&req).unwrap_err().code(), "land-mismatch");
+    assert!(env.out_is_empty());
+}
+
+#[test]
+fn an_io_error_names_the_target_and_the_os_cause_never_the_partial_sibling() {
+    let env = Env::new();
+    let instance = resolved("pm");
+    let mut req = request(&env, &instance, Route::Primary);
+    // The parent of the bundle directory does not exist: creating the bundle fails.
+    req.dir = env.root.join("no-such-parent/bundle");
+    let error = build_bundle(&req).unwrap_err();
+    let text = error.to_string();
+    assert_eq!(error.code(), "bundle-failed", "{text}");
+    assert!(text.contains(&req.dir.display().to_string()), "{text}");
+    assert!(text.contains("No such file or directory"), "the OS cause: {text}");
+    assert!(!text.contains(".partial"), "{text}");
 }

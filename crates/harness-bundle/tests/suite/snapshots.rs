@@ -11,7 +11,7 @@ fn snapshot(name: &str, fixture: &str, route: Route, skills: Option<&[&str]>) {
     if let Some(skills) = skills {
         instance.skills = skills.iter().map(|s| (*s).to_owned()).collect();
     }
-    let dir = build_bundle(&request(&env, &instance, route)).unwrap();
+    let dir = build_bundle(&request(&env, &instance, route)).unwrap().dir;
     insta::assert_snapshot!(name, render_bundle(&env, &dir));
 }
 
@@ -46,7 +46,7 @@ fn modes_are_0700_and_0600_on_disk() {
     let env = Env::new();
     let mut instance = resolved("pm");
     instance.skills = vec!["tdd".to_owned(), "review".to_owned()];
-    let dir = build_bundle(&request(&env, &instance, Route::Primary)).unwrap();
+    let dir = build_bundle(&request(&env, &instance, Route::Primary)).unwrap().dir;
     let mut stack = vec![dir];
     let mut seen = 0;
     while let Some(path) = stack.pop() {
@@ -69,7 +69,7 @@ fn modes_are_0700_and_0600_on_disk() {
 fn a_second_build_into_the_same_directory_is_refused_and_changes_nothing() {
     let env = Env::new();
     let instance = resolved("pm");
-    let dir = build_bundle(&request(&env, &instance, Route::Primary)).unwrap();
+    let dir = build_bundle(&request(&env, &instance, Route::Primary)).unwrap().dir;
     let before = render_bundle(&env, &dir);
     let error = build_bundle(&request(&env, &instance, Route::Fallback)).unwrap_err();
     assert_eq!(error.code(), "bundle-exists", "{error}");
@@ -82,7 +82,7 @@ fn a_second_build_into_the_same_directory_is_refused_and_changes_nothing() {
 fn the_prompt_reads_skills_from_the_bundles_copy() {
     let env = Env::new();
     let instance = resolved("pm");
-    let dir = build_bundle(&request(&env, &instance, Route::Primary)).unwrap();
+    let dir = build_bundle(&request(&env, &instance, Route::Primary)).unwrap().dir;
     // Deactivating the skill after the build leaves the run's copy as it was.
     std::fs::remove_dir_all(env.skills.join("tdd")).unwrap();
     let copy = std::fs::read_to_string(dir.join("skills/tdd/SKILL.md")).unwrap();
@@ -100,10 +100,12 @@ fn verify_finds_nothing_in_a_fresh_bundle_and_names_every_change() {
     use std::os::unix::fs::PermissionsExt;
     let env = Env::new();
     let instance = resolved("pm");
-    let dir = build_bundle(&request(&env, &instance, Route::Primary)).unwrap();
-    let clean = verify_bundle(&dir).unwrap();
+    let built = build_bundle(&request(&env, &instance, Route::Primary)).unwrap();
+    let dir = built.dir;
+    let clean = verify_bundle(&dir, Some(&built.digest)).unwrap();
     assert!(clean.mismatches.is_empty(), "{:?}", clean.mismatches);
-    assert_eq!(clean.checked, 7 + 4, "seven bundle files, four assets");
+    assert_eq!(clean.digest, built.digest);
+    assert_eq!(clean.checked, 7 + 5, "seven bundle files, five assets (the adapter included)");
 
     let make_writable = |path: &std::path::Path| {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -113,7 +115,7 @@ fn verify_finds_nothing_in_a_fresh_bundle_and_names_every_change() {
     std::fs::remove_file(dir.join("skills/tdd/scripts/red-green.sh")).unwrap();
     std::fs::write(dir.join("extra.md"), "smuggled").unwrap();
     std::fs::write(&env.layout.gate, "a different gate").unwrap();
-    let found = verify_bundle(&dir).unwrap();
+    let found = verify_bundle(&dir, None).unwrap();
     let text: Vec<String> = found.mismatches.iter().map(ToString::to_string).collect();
     assert_eq!(found.mismatches.len(), 4, "{text:#?}");
     assert!(

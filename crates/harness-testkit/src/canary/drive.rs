@@ -105,9 +105,6 @@ pub(crate) struct Launch {
     program: PathBuf,
     adapter: PathBuf,
     env: Vec<(String, String)>,
-    /// True if and only if the bundle's settings.json lacked the built-ins in `permissions.allow`
-    /// and the canary added them.
-    pub(crate) allow_patched: bool,
 }
 
 /// Builds the bundle for `cli` into the world, with `gate` as the gate and the adapters from
@@ -160,7 +157,8 @@ pub(crate) fn build(
         route_reason: "the primary route is healthy".to_owned(),
         harness_version: module.version().to_owned(),
         models: resolved.launch.models.clone(),
-        land: false,
+        land: None,
+        cli_version: module.cli_version().to_owned(),
         skills_dir: fixtures.join("bundle/skills-enabled"),
         install: layout.clone(),
         network: "host".to_owned(),
@@ -176,10 +174,9 @@ pub(crate) fn build(
         .and_then(Value::as_array)
         .map(|tools| tools.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let allow_patched = match cli.cli() {
-        Cli::Claude => allow_builtins(&world.bundle().join("settings.json"), &cli_tools)?,
-        Cli::Pi => false,
-    };
+    if cli.cli() == Cli::Claude {
+        check_builtins_allowed(&world.bundle().join("settings.json"), &cli_tools)?;
+    }
     let bundle = world.bundle();
     let path = |p: &Path| p.display().to_string();
     let mut env = vec![
@@ -204,9 +201,11 @@ pub(crate) fn build(
         ("PI_OFFLINE".to_owned(), "1".to_owned()),
     ];
     if let Some(assets) = manifest.get("assets").and_then(Value::as_object) {
-        for (role, asset) in assets {
+        // As harness-runner passes them: each asset role the contract knows, by its variable.
+        for (key, asset) in assets {
+            let Some(role) = harness_contract::AssetRole::from_key(key) else { continue };
             let asset_path = asset.get("path").and_then(Value::as_str).unwrap_or_default();
-            env.push((format!("MOSAIC_{}", screaming_snake(role)), asset_path.to_owned()));
+            env.push((role.env_name().to_owned(), asset_path.to_owned()));
         }
     }
     Ok(Launch {
@@ -214,44 +213,26 @@ pub(crate) fn build(
         program: cli.program().to_path_buf(),
         adapter: module.adapter(&layout),
         env,
-        allow_patched,
     })
 }
 
-/// Adds the built-in tools among `cli_tools` to settings.json's `permissions.allow` when the list
-/// has no rule for them (neither `Tool` nor `Tool(...)`, so a bundle's own scoped rule is kept);
-/// returns true if and only if it changed the file.
-fn allow_builtins(settings: &Path, cli_tools: &[&str]) -> io::Result<bool> {
-    let mut value: Value =
+/// Checks that the bundle's settings.json allows each of the role's built-ins (`cli_tools`) under
+/// `--permission-mode dontAsk`, so that a call the gate lets through is one Claude Code runs: the
+/// canary runs the bundle as built, and a family of calls Claude Code itself denies would prove
+/// nothing about the gate.
+fn check_builtins_allowed(settings: &Path, cli_tools: &[&str]) -> io::Result<()> {
+    let value: Value =
         serde_json::from_slice(&std::fs::read(settings)?).map_err(io::Error::other)?;
-    let Some(allow) = value.pointer_mut("/permissions/allow").and_then(Value::as_array_mut) else {
-        return Err(io::Error::other("the bundle's settings.json has no permissions.allow"));
-    };
-    let has_rule = |tool: &str| {
-        allow.iter().filter_map(Value::as_str).any(|rule| {
-            rule == tool || rule.strip_prefix(tool).is_some_and(|rest| rest.starts_with('('))
-        })
-    };
-    let missing: Vec<&str> = cli_tools.iter().copied().filter(|tool| !has_rule(tool)).collect();
+    let allow = value.pointer("/permissions/allow").and_then(Value::as_array);
+    let allowed = |tool: &str| allow.is_some_and(|rules| rules.iter().any(|rule| rule == tool));
+    let missing: Vec<&str> = cli_tools.iter().copied().filter(|tool| !allowed(tool)).collect();
     if missing.is_empty() {
-        return Ok(false);
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "the bundle's settings.json does not allow the role's built-ins {missing:?}"
+        )))
     }
-    allow.extend(missing.iter().map(|tool| json!(tool)));
-    let text = serde_json::to_vec_pretty(&value).map_err(io::Error::other)?;
-    std::fs::write(settings, text)?;
-    Ok(true)
-}
-
-/// `unslopLists` -> `UNSLOP_LISTS`, as harness-runner names an asset's variable.
-fn screaming_snake(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() && !out.is_empty() {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
 }
 
 /// What one CLI run gave back.
@@ -356,17 +337,13 @@ mod tests {
     }
 
     #[test]
-    fn only_tools_without_a_rule_are_allowed() {
+    fn a_settings_file_that_does_not_allow_a_built_in_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let settings = dir.path().join("settings.json");
         let text = json!({"permissions": {"allow": ["mcp__mosaic", "Edit(/ws/**)", "Read"]}});
         std::fs::write(&settings, text.to_string()).unwrap();
-        assert!(allow_builtins(&settings, &["Read", "Write", "Edit"]).unwrap());
-        let value: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
-        assert_eq!(
-            value["permissions"]["allow"],
-            json!(["mcp__mosaic", "Edit(/ws/**)", "Read", "Write"])
-        );
-        assert!(!allow_builtins(&settings, &["Read", "Write", "Edit"]).unwrap());
+        let error = check_builtins_allowed(&settings, &["Read", "Edit"]).unwrap_err();
+        assert!(error.to_string().contains("[\"Edit\"]"), "{error}");
+        check_builtins_allowed(&settings, &["Read"]).unwrap();
     }
 }

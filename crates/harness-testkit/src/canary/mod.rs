@@ -130,9 +130,6 @@ pub struct CanaryReport {
     /// Anything else that fails the run: a CLI that crashed or stopped early, a control the real
     /// gate blocked.
     pub problems: Vec<String>,
-    /// True if and only if the canary had to add the role's built-ins to the bundle's
-    /// `permissions.allow` (Claude Code).
-    pub allow_patched: bool,
     /// Wall time of each pass.
     pub elapsed: BTreeMap<GateKind, Duration>,
 }
@@ -208,13 +205,6 @@ impl fmt::Display for CanaryReport {
             .map(|(gate, time)| format!("{gate} {:.1} s", time.as_secs_f64()))
             .collect();
         writeln!(f, "canary {} seed {}: {}", self.cli, self.seed, times.join(", "))?;
-        if self.allow_patched {
-            writeln!(
-                f,
-                "  (the bundle's settings.json lacked the role's built-ins in permissions.allow; \
-                 the canary added them)"
-            )?;
-        }
         writeln!(
             f,
             "  {:<16} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8}",
@@ -306,7 +296,6 @@ pub fn run_canary(
         prehook_examples: Vec::new(),
         unexecuted_examples: Vec::new(),
         problems: Vec::new(),
-        allow_patched: false,
         elapsed: BTreeMap::new(),
     };
     let mut reached_allow_all = HashMap::new();
@@ -317,7 +306,6 @@ pub fn run_canary(
         }
         let world = World::build(&world_root)?;
         let launch = drive::build(cli, &world, bin_dir, gate, &adapters)?;
-        report.allow_patched |= launch.allow_patched;
         for (index, messages) in runs.iter().enumerate() {
             let number = index + 1;
             let run_calls: Vec<&CanaryCall> = messages.iter().flatten().collect();
