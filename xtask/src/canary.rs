@@ -13,7 +13,8 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use harness_testkit::{CanaryConfig, CanaryReport, Cli, require_cli, run_canary};
 
-use crate::{process, setup};
+use crate::cargo::Cargo;
+use crate::setup;
 
 const DEFAULT_CALLS: usize = 5000;
 /// The CI slice: a few hundred calls per CLI, from a fixed seed, so a failure replays exactly.
@@ -52,33 +53,23 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
             .map_or(0, |since| since.as_nanos() as u64)
     });
     setup::run(root)?;
-    build(root)?;
+    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, false)?;
     eprintln!(
         "fuzz-cli: seed {seed}, {calls} calls per CLI (replay: cargo xtask fuzz-cli --seed {seed} \
          --calls {calls})"
     );
-    check(root, &clis, &CanaryConfig::new(calls, seed), true)
+    check(&bin_dir, &clis, &CanaryConfig::new(calls, seed), true)
 }
 
 /// The fixed-seed slice `cargo xtask ci` runs after the tests (which built the binaries).
 pub(crate) fn ci_slice(root: &Path) -> Result<()> {
-    check(root, &[Cli::Pi, Cli::Claude], &CanaryConfig::new(CI_CALLS, CI_SEED), false)
-}
-
-fn build(root: &Path) -> Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = process::command(cargo);
-    build.current_dir(root).args(["build", "--quiet"]);
-    for package in PACKAGES {
-        build.args(["-p", package]);
-    }
-    process::run_visible(&mut build)
+    let bin_dir = Cargo::locate(root)?.bin_dir(false);
+    check(&bin_dir, &[Cli::Pi, Cli::Claude], &CanaryConfig::new(CI_CALLS, CI_SEED), false)
 }
 
 /// Runs the canary for `clis`; `verbose` lists up to 40 calls each CLI did not execute and why
 /// (the report's alternate form), otherwise three.
-fn check(root: &Path, clis: &[Cli], config: &CanaryConfig, verbose: bool) -> Result<()> {
-    let bin_dir = root.join("target/debug");
+fn check(bin_dir: &Path, clis: &[Cli], config: &CanaryConfig, verbose: bool) -> Result<()> {
     let gate = bin_dir.join("harness-gate");
     if !gate.is_file() {
         bail!("{} is not built", gate.display());
@@ -89,7 +80,7 @@ fn check(root: &Path, clis: &[Cli], config: &CanaryConfig, verbose: bool) -> Res
             bail!("{} is not installed; run `cargo xtask setup`", cli.name());
         };
         let started = Instant::now();
-        let report = run_canary(&paths, &gate, &bin_dir, config, &mut |line| eprintln!("{line}"))
+        let report = run_canary(&paths, &gate, bin_dir, config, &mut |line| eprintln!("{line}"))
             .with_context(|| format!("the canary could not run {}", cli.name()))?;
         if verbose {
             println!("{report:#}");

@@ -8,9 +8,10 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use harness_testkit::{Cli, Endpoint, ScriptedTurn, SessionOptions, SessionScenario, require_cli};
+use harness_testkit::{Cli, Endpoint, SessionOptions, SessionScenario, require_cli};
 
-use crate::{process, setup};
+use crate::cargo::Cargo;
+use crate::setup;
 
 const LIMIT: Duration = Duration::from_secs(240);
 const PACKAGES: [&str; 4] =
@@ -37,32 +38,19 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     };
     setup::run(root)?;
     eprintln!("demo: building harness-gate, harness-mcp, harness-unslop and harness-runner ...");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = process::command(cargo);
-    build.current_dir(root).args(["build", "--quiet"]);
-    for package in PACKAGES {
-        build.args(["-p", package]);
-    }
-    process::run_visible(&mut build)?;
-    let bin_dir = root.join("target/debug");
-    println!();
-    println!("harness demo: one whole session for each real agent CLI, through harness-runner.");
+    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, false)?;
     println!(
-        "The host's broker and the model are scripted, on this machine only: no API key, no network."
+        "\nharness demo: one whole session for each real agent CLI, through harness-runner.\n\
+         The host's broker and the model are scripted, on this machine only: no API key, no network.\n\
+         Each session gets five messages: a typed tool call, a read outside the workspace, a reply\n\
+         full of slop, a thank-you, and a turn whose model call fails."
     );
-    println!(
-        "Each session gets five messages: a typed tool call, a read outside the workspace, a reply"
-    );
-    println!("full of slop, a thank-you, and a turn whose model call fails.");
     let mut kept = Vec::new();
     for cli in [Cli::Pi, Cli::Claude] {
         kept.push(session(cli, &bin_dir, endpoint.clone())?);
     }
-    println!();
-    println!("The run directories are kept; look into them:");
-    for dir in kept {
-        println!("  {}", dir.display());
-    }
+    println!("\nThe run directories are kept; look into them:");
+    kept.iter().for_each(|dir| println!("  {}", dir.display()));
     Ok(())
 }
 
@@ -81,17 +69,23 @@ fn session(cli: Cli, bin_dir: &Path, endpoint: Option<Endpoint>) -> Result<std::
             "Claude Code 2.1.296 (the gate as its PreToolUse hook, typed tools over MCP)"
         }
     };
-    println!();
-    println!("══ {title} ══");
-    println!("run directory  {}", scenario.run_dir().display());
-    println!("workspace      {}", scenario.workspace().display());
-    println!("secret beside  {}", scenario.secret().display());
+    println!(
+        "\n══ {title} ══\nrun directory  {}\nworkspace      {}\nsecret beside  {}",
+        scenario.run_dir().display(),
+        scenario.workspace().display(),
+        scenario.secret().display()
+    );
     let mut child = scenario.spawn_runner(&bin_dir.join("harness-runner"))?;
-    wait(&mut child, || scenario.broker().calls_of("message.send").len() >= turns.len())?;
+    wait(&mut child, LIMIT, "the session did not finish", |child| match child.try_wait()? {
+        Some(status) => bail!("the runner ended early ({status})"),
+        None => Ok(scenario.broker().calls_of("message.send").len() >= turns.len()),
+    })?;
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?).context("no pid")?;
     rustix::process::kill_process(pid, rustix::process::Signal::TERM)?;
-    let output = finish(child)?;
-    print_transcript(&scenario, &turns, scripted);
+    let stopped = |child: &mut Child| Ok(child.try_wait()?.is_some());
+    wait(&mut child, Duration::from_secs(20), "the runner did not stop on SIGTERM", stopped)?;
+    let output = child.wait_with_output()?;
+    print!("{}", scenario.transcript(&turns, scripted));
     let released = scenario.broker().calls_of("role.release").len();
     println!(
         "stop           SIGTERM → role.release ({released} call) → exit {}",
@@ -103,143 +97,20 @@ fn session(cli: Cli, bin_dir: &Path, endpoint: Option<Endpoint>) -> Result<std::
     Ok(scenario.keep())
 }
 
-fn wait(child: &mut Child, mut done: impl FnMut() -> bool) -> Result<()> {
+/// Polls `done` until it holds, killing the runner if it does not within `limit`.
+fn wait(
+    child: &mut Child,
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut(&mut Child) -> Result<bool>,
+) -> Result<()> {
     let start = Instant::now();
-    while !done() {
-        if let Some(status) = child.try_wait()? {
-            bail!("the runner ended early ({status})");
-        }
-        if start.elapsed() > LIMIT {
+    while !done(child)? {
+        if start.elapsed() > limit {
             let _ = child.kill();
-            bail!("the session did not finish in {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
-}
-
-fn finish(mut child: Child) -> Result<std::process::Output> {
-    let start = Instant::now();
-    while child.try_wait()?.is_none() {
-        if start.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            bail!("the runner did not stop within 20 s of SIGTERM");
+            bail!("{what} within {limit:?}; it was killed");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(child.wait_with_output()?)
-}
-
-/// Shortens `text` to one line of at most `max` characters.
-fn line(text: &str, max: usize) -> String {
-    let flat = text.replace('\n', " ⏎ ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    }
-}
-
-fn print_transcript(scenario: &SessionScenario, turns: &[ScriptedTurn], scripted: bool) {
-    let sends = scenario.broker().calls_of("message.send");
-    let tasks = scenario.broker().calls_of("tasks");
-    let calls = scenario.model().messages_calls();
-    let results: Vec<_> = calls.iter().flat_map(|call| call.tool_results()).collect();
-    // A turn got the notice if, in a request of that turn, it stands after the turn's message.
-    let noticed: Vec<bool> = turns
-        .iter()
-        .map(|turn| {
-            calls.iter().any(|call| {
-                let messages: Vec<String> =
-                    call.messages().iter().map(ToString::to_string).collect();
-                let Some(at) = messages.iter().rposition(|m| m.contains(&turn.text)) else {
-                    return false;
-                };
-                let later_turn = turns.iter().any(|other| {
-                    other.id > turn.id && messages.iter().any(|m| m.contains(&other.text))
-                });
-                !later_turn
-                    && messages[at..]
-                        .iter()
-                        .any(|m| m.contains("Correction notice from the unslop check"))
-            })
-        })
-        .collect();
-    for (index, turn) in turns.iter().enumerate() {
-        println!();
-        println!("[{}] acme-cos → the session: {}", turn.id, turn.text);
-        if !scripted {
-            // A real model chooses its own tool calls; the broker's log shows the typed ones.
-            let runner_verbs =
-                ["role.claim", "role.release", "message.read", "message.send", "state"];
-            if index == 0 {
-                for call in scenario
-                    .broker()
-                    .calls()
-                    .iter()
-                    .filter(|c| !runner_verbs.contains(&c.verb.as_str()))
-                {
-                    println!(
-                        "     broker     {} {} (a typed tool call of the session)",
-                        call.verb, call.args
-                    );
-                }
-            }
-        }
-        for (id, tool, input) in turn.tool_calls.iter().filter(|_| scripted) {
-            println!("     tool call  {tool} {input}");
-            if tool.ends_with("list_tasks") {
-                for call in &tasks {
-                    println!(
-                        "       broker   {} {} (with the runner's capability, never the agent's)",
-                        call.verb, call.args
-                    );
-                }
-            }
-            match results.iter().find(|result| &result.tool_use_id == id) {
-                Some(result)
-                    if result.is_error && result.text.contains("harness-gate: blocked") =>
-                {
-                    let reason = result
-                        .text
-                        .find("harness-gate: ")
-                        .map_or(result.text.as_str(), |at| &result.text[at..]);
-                    println!(
-                        "       gate     BLOCKED; the model is told: {}",
-                        line(reason.trim(), 160)
-                    );
-                }
-                Some(result) => println!("       result   {}", line(&result.text, 120)),
-                None => println!("       result   (none reached the model)"),
-            }
-        }
-        if noticed.get(index).copied().unwrap_or(false) {
-            println!("     notice     this turn's request carried the unslop correction notice");
-        }
-        match sends.get(index) {
-            Some(send) => {
-                let text = send.args["text"].as_str().unwrap_or_default();
-                let (answer, note) =
-                    text.split_once("\n\nunslop: ").map_or((text, None), |(a, n)| (a, Some(n)));
-                println!(
-                    "     RESULT     → {}: {}",
-                    send.args["to"].as_str().unwrap_or("?"),
-                    line(answer, 160)
-                );
-                if let Some(note) = note {
-                    println!("     note       unslop: {}", line(note, 160));
-                }
-            }
-            None => println!("     RESULT     (none sent)"),
-        }
-    }
-    let log = std::fs::read_to_string(scenario.run_dir().join("unslop.jsonl")).unwrap_or_default();
-    let count = |event: &str| log.matches(&format!("\"event\":\"{event}\"")).count();
-    println!();
-    println!(
-        "unslop log     {} checked, {} flagged, {} notice injected (run/unslop.jsonl)",
-        count("checked"),
-        count("flagged"),
-        count("notice_injected")
-    );
+    Ok(())
 }

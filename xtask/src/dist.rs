@@ -1,18 +1,21 @@
 //! `cargo xtask dist --prefix DIR`: installs the binaries and assets in the layout the bundle
 //! points into (`harness_adapters::InstallLayout::under`).
 //!
+//! The binaries come from the target directory cargo itself uses (`CARGO_TARGET_DIR` honoured),
+//! where the release build just put them; nothing is copied unless every file is there, and a
+//! missing one is named.
 //! Every file is copied to a temporary name beside its destination and renamed into place, so a
 //! running session never sees half a binary; binaries are 0755, assets 0644.
 
-use std::fs::{DirBuilder, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use harness_adapters::InstallLayout;
 
-use crate::process;
+use crate::cargo::Cargo;
+use crate::setup;
 
 /// The packages whose binaries the layout holds.
 const PACKAGES: [&str; 4] =
@@ -25,23 +28,18 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     };
     let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
     eprintln!("dist: building the release binaries ...");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = process::command(cargo);
-    build.current_dir(root).args(["build", "--release"]);
-    for package in PACKAGES {
-        build.args(["-p", package]);
-    }
-    process::run_visible(&mut build)?;
-    let from = InstallLayout::from_checkout(root, &root.join("target/release"));
+    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, true)?;
+    eprintln!("dist: installing from {}", bin_dir.display());
+    let from = InstallLayout::from_checkout(root, &bin_dir);
     let to = InstallLayout::under(&prefix);
     let installed = install(&from, &to)?;
     eprintln!("dist: installed {installed} files under {}", prefix.display());
     Ok(())
 }
 
-/// Copies every file of `from` to its place in `to`; returns how many.
-pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize> {
-    let mut pairs: Vec<(PathBuf, PathBuf, u32)> = vec![
+/// Returns every file of the layout: (source in `from`, destination in `to`, mode).
+fn files(from: &InstallLayout, to: &InstallLayout) -> Vec<(PathBuf, PathBuf, u32)> {
+    let mut files: Vec<(PathBuf, PathBuf, u32)> = vec![
         (from.gate.clone(), to.gate.clone(), 0o755),
         (from.mcp.clone(), to.mcp.clone(), 0o755),
         (from.unslop.clone(), to.unslop.clone(), 0o755),
@@ -50,15 +48,30 @@ pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize>
         (from.unslop_lists.clone(), to.unslop_lists.clone(), 0o644),
     ];
     if let (Some(from_bin), Some(to_bin)) = (from.gate.parent(), to.gate.parent()) {
-        pairs.push((from_bin.join("harness"), to_bin.join("harness"), 0o755));
+        files.push((from_bin.join("harness"), to_bin.join("harness"), 0o755));
     }
     for script in ["pi.sh", "claude-code.sh"] {
-        pairs.push((from.adapters.join(script), to.adapters.join(script), 0o644));
+        files.push((from.adapters.join(script), to.adapters.join(script), 0o644));
     }
-    for (source, target, mode) in &pairs {
+    files
+}
+
+/// Copies every file of `from` to its place in `to` and returns how many, or, when any is
+/// missing, copies nothing and names every missing one.
+pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize> {
+    let files = files(from, to);
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|(source, ..)| !source.is_file())
+        .map(|(source, ..)| source.display().to_string())
+        .collect();
+    if !missing.is_empty() {
+        bail!("nothing installed: these files are missing:\n  {}", missing.join("\n  "));
+    }
+    for (source, target, mode) in &files {
         copy_into_place(source, target, *mode)?;
     }
-    Ok(pairs.len())
+    Ok(files.len())
 }
 
 fn copy_into_place(source: &Path, target: &Path, mode: u32) -> Result<()> {
@@ -70,24 +83,7 @@ fn copy_into_place(source: &Path, target: &Path, mode: u32) -> Result<()> {
         .mode(0o755)
         .create(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    let temp = parent.join(format!(
-        ".{}.dist-{}",
-        target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_file(&temp);
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&temp)
-        .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()));
-    if let Err(error) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(error).with_context(|| format!("cannot write {}", temp.display()));
-    }
-    std::fs::rename(&temp, target)
-        .with_context(|| format!("cannot rename {} to {}", temp.display(), target.display()))
+    setup::write_file(target, &bytes, mode)
 }
 
 #[cfg(test)]
@@ -96,34 +92,31 @@ mod tests {
 
     use super::*;
 
+    /// Writes every source file of `from` but those whose path ends with one of `except`.
+    fn sources(from: &InstallLayout, except: &[&str]) -> usize {
+        let files = files(from, &InstallLayout::under(Path::new("/unused")));
+        let written =
+            files.iter().filter(|(source, ..)| !except.iter().any(|e| source.ends_with(e)));
+        written
+            .enumerate()
+            .map(|(index, (source, ..))| {
+                std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+                std::fs::write(source, format!("file {index}")).unwrap();
+            })
+            .count()
+    }
+
     #[test]
     fn install_copies_every_file_with_its_mode() {
         let dir = tempfile::tempdir().unwrap();
         let from = InstallLayout::under(&dir.path().join("from"));
         let to = InstallLayout::under(&dir.path().join("to"));
-        let extra = from.gate.parent().unwrap().join("harness");
-        let scripts = [from.adapters.join("pi.sh"), from.adapters.join("claude-code.sh")];
-        let sources = [
-            &from.gate,
-            &from.mcp,
-            &from.unslop,
-            &from.pi_extension,
-            &from.pi_unslop_extension,
-            &from.unslop_lists,
-            &extra,
-            &scripts[0],
-            &scripts[1],
-        ];
-        for (index, path) in sources.iter().enumerate() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, format!("file {index}")).unwrap();
-        }
-        assert_eq!(install(&from, &to).unwrap(), 9);
+        let count = sources(&from, &[]);
+        assert_eq!(install(&from, &to).unwrap(), count);
         // Installing again replaces the files in place.
-        assert_eq!(install(&from, &to).unwrap(), 9);
+        assert_eq!(install(&from, &to).unwrap(), count);
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&to.gate), 0o755);
-        assert_eq!(mode(&to.adapters.join("pi.sh")), 0o644);
+        assert_eq!((mode(&to.gate), mode(&to.adapters.join("pi.sh"))), (0o755, 0o644));
         assert_eq!(std::fs::read_to_string(&to.unslop_lists).unwrap(), "file 5");
         let leftovers: Vec<_> = std::fs::read_dir(to.gate.parent().unwrap())
             .unwrap()
@@ -133,11 +126,15 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_source_names_itself() {
+    fn missing_binaries_are_all_named_and_nothing_is_installed() {
         let dir = tempfile::tempdir().unwrap();
         let from = InstallLayout::under(&dir.path().join("from"));
         let to = InstallLayout::under(&dir.path().join("to"));
+        sources(&from, &["bin/harness-gate", "bin/harness"]);
         let error = install(&from, &to).unwrap_err().to_string();
-        assert!(error.contains("harness-gate"), "{error}");
+        let named = |end: &str| error.lines().any(|line| line.trim().ends_with(end));
+        assert!(named("bin/harness-gate") && named("bin/harness"), "{error}");
+        assert!(!error.contains("harness-mcp"), "{error}");
+        assert!(!dir.path().join("to").exists(), "a partial install was made");
     }
 }

@@ -2,16 +2,13 @@
 //!
 //! Each subcommand lives in its own module and exposes one `run` function; this file only parses the
 //! command line, finds the workspace root and maps an error to an exit code.
-//! xtask does not build the harness itself (cargo does) and never writes outside the workspace, except
-//! for what `apt-get` installs when `rg`, `fd` or `npm` are missing.
+//! xtask does not build or measure the harness itself (cargo and the crates' bench targets do) and
+//! writes outside the workspace only where `dist --prefix` installs, temporary directories, and what
+//! `apt-get` installs when `rg`, `fd` or `npm` are missing.
 
 mod bench;
-mod bench_bundle;
-mod bench_load;
-mod bench_runner;
-mod bench_tools;
-mod bench_unslop;
 mod canary;
+mod cargo;
 mod ci;
 mod demo;
 mod dist;
@@ -20,7 +17,7 @@ mod process;
 mod setup;
 mod verify_pi;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
@@ -29,23 +26,29 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  setup   install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
-          plus rg and fd when missing; link them into .tools/bin/ and check their versions
-  bench   the gate's cost per call against a bare process, its peak RSS and decide() alone;
-          writes docs/performance.md (`--runs N`, default 500)
-  demo    the main job: one whole session for each of the real Pi and Claude Code through
-          harness-runner, against the scripted broker and model (`--endpoint URL --model M`
-          with ANTHROPIC_API_KEY: a real Anthropic-compatible model instead)
-  dist    --prefix DIR: install the release binaries and assets in the layout bundles point into
-  ci      the test command: setup, cargo fmt --check, clippy -D warnings, cargo test
-          with HARNESS_REQUIRE_CLIS=1; stops at the first failure
-  fuzz    random trees and calls for both harnesses against the kernel's resolution; fails on
-          any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
-  fuzz-cli  the real Pi and Claude Code as the gate's oracle: generated hostile calls through
-          the bundle's adapter, with the real gate and with an allow-all one (`--calls N`,
-          default 5000 per CLI; `--seed S`; `--cli pi|claude`)
+  setup      install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
+             plus rg and fd when missing; link them into .tools/bin/ and check their versions
+  ci         the test command: setup, cargo fmt --check, clippy -D warnings, verify-pi, cargo test
+             with HARNESS_REQUIRE_CLIS=1, then a fixed-seed slice of fuzz-cli; stops at the first
+             failure
+  bench      run every crate's bench target (the gate's hook and decide(), the bundle, the runner,
+             the unslop hook, harness-mcp and the tool socket, the load), print the summary table
+             of medians, floors, ratios, targets and verdicts, and write docs/performance.md
+             (`--runs N` timed runs per process, default 500; `--only SECTION`)
+  demo       one whole session for each of the real Pi and Claude Code through harness-runner,
+             against the scripted broker and model (`--endpoint URL --model M` with
+             ANTHROPIC_API_KEY: a real Anthropic-compatible model instead)
+  dist       --prefix DIR: build the release binaries and install them and the assets in the
+             layout bundles point into
+  fuzz-cli   the real Pi and Claude Code as the gate's oracle: generated hostile calls through
+             the bundle's adapter, with the real gate and with an allow-all one (`--calls N`,
+             default 5000 per CLI; `--seed S`; `--cli pi|claude`)
+  fuzz       random trees and calls for both harnesses against the kernel's resolution; fails on
+             any allowed call that escapes the workspace (`--calls N`, default 1000000; `--seed S`)
   verify-pi  check harness-gate's port of Pi's path handling against the installed Pi 0.85.1:
-          file hashes, Pi's own functions on a generated corpus, and NFD for every scalar";
+             file hashes, Pi's and Node's own functions on a generated corpus (100,000 file
+             URLs among it), and NFD and JavaScript white space for every scalar
+  help       this text";
 
 fn main() -> ExitCode {
     match run() {
@@ -84,22 +87,11 @@ fn run() -> Result<()> {
 fn workspace_root() -> Result<PathBuf> {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
-    let root = manifest_dir
-        .parent()
-        .with_context(|| format!("{} has no parent directory", manifest_dir.display()))?
-        .to_path_buf();
-    check_root(&root)?;
-    Ok(root)
-}
-
-fn check_root(root: &Path) -> Result<()> {
+    let root = manifest_dir.parent().context("the manifest directory has no parent")?;
     for marker in ["Cargo.toml", "tools/package-lock.json"] {
         if !root.join(marker).is_file() {
-            bail!(
-                "{} does not look like the harness workspace: {marker} is missing",
-                root.display()
-            );
+            bail!("{} is not the harness workspace: {marker} is missing", root.display());
         }
     }
-    Ok(())
+    Ok(root.to_path_buf())
 }

@@ -1,14 +1,12 @@
 //! Starting the build's tools: the one place in xtask that spawns, with errors that name the command.
 //!
 //! Children stay in xtask's process group on purpose, so that Ctrl-C in a terminal stops them with
-//! xtask; a child that outlives its deadline is killed and its pipes are abandoned rather than waited
-//! for, so a grandchild that keeps them open cannot hang xtask.
+//! xtask; a captured child that outlives its deadline is killed.
 
 use std::ffi::OsStr;
-use std::fmt::Write as _;
-use std::io::Read;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -27,35 +25,38 @@ pub(crate) fn command(program: impl AsRef<OsStr>) -> Command {
 
 /// Returns the command line of `cmd` as a shell would read it, plus its directory if it has one.
 pub(crate) fn display(cmd: &Command) -> String {
-    let mut out = shell_word(cmd.get_program());
-    for arg in cmd.get_args() {
-        out.push(' ');
-        out.push_str(&shell_word(arg));
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        let _ = write!(out, " (in {})", dir.display());
-    }
-    out
-}
-
-fn shell_word(word: &OsStr) -> String {
-    let word = word.to_string_lossy();
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.into_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+    let quote = |word: &OsStr| {
+        let word = word.to_string_lossy();
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:@+,%".contains(c);
+        match !word.is_empty() && word.chars().all(plain) {
+            true => word.into_owned(),
+            false => format!("'{}'", word.replace('\'', r"'\''")),
+        }
+    };
+    let words: Vec<String> =
+        std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(quote).collect();
+    let dir = cmd.get_current_dir().map(|dir| format!(" (in {})", dir.display()));
+    words.join(" ") + &dir.unwrap_or_default()
 }
 
 /// Runs `cmd` with its stdout and stderr going to ours; fails naming it unless it exits 0.
 pub(crate) fn run_visible(cmd: &mut Command) -> Result<()> {
     let status = cmd.status().with_context(|| format!("cannot start `{}`", display(cmd)))?;
-    if status.success() {
-        Ok(())
-    } else {
-        bail!("`{}` failed with {status}; its output is above", display(cmd))
+    if !status.success() {
+        bail!("`{}` failed with {status}; its output is above", display(cmd));
     }
+    Ok(())
+}
+
+/// Runs `cmd` with stderr going to ours (progress stays visible) and returns its stdout; fails
+/// naming it unless it exits 0.
+pub(crate) fn stdout_of(cmd: &mut Command) -> Result<String> {
+    let out = cmd.stderr(Stdio::inherit()).output();
+    let out = out.with_context(|| format!("cannot start `{}`", display(cmd)))?;
+    if !out.status.success() {
+        bail!("`{}` failed with {}; its stderr is above", display(cmd), out.status);
+    }
+    String::from_utf8(out.stdout).with_context(|| format!("`{}` printed non-UTF-8", display(cmd)))
 }
 
 /// What a successful captured command printed.
@@ -65,100 +66,39 @@ pub(crate) struct Captured {
     pub(crate) stderr: String,
 }
 
-impl Captured {
-    /// Returns the first non-blank line of stdout, or of stderr when stdout has none.
-    pub(crate) fn first_line(&self) -> &str {
-        first_line(&self.stdout).or_else(|| first_line(&self.stderr)).unwrap_or("")
-    }
-}
-
-fn first_line(text: &str) -> Option<&str> {
-    text.lines().map(str::trim).find(|line| !line.is_empty())
-}
-
 /// Runs `cmd` with stdout and stderr captured and kills it after `timeout`.
 ///
 /// Fails naming the command, its exit status and the tail of its stderr unless it exits 0.
+/// The output goes to temporary files, not pipes, so that neither can fill up and block it, and a
+/// grandchild that keeps them open cannot hang xtask.
 pub(crate) fn run_captured(cmd: &mut Command, timeout: Duration) -> Result<Captured> {
-    let (status, captured) = run_captured_any_status(cmd, timeout)?;
-    if !status.success() {
-        bail!(
-            "`{}` failed with {status}{}",
-            display(cmd),
-            tail(&captured.stderr, &captured.stdout)
-        );
-    }
-    Ok(captured)
-}
-
-/// Runs `cmd` like [`run_captured`] but returns its exit status whatever it is, for a caller that
-/// expects a failure (a gate that must block); fails only when it cannot start or times out.
-pub(crate) fn run_captured_any_status(
-    cmd: &mut Command,
-    timeout: Duration,
-) -> Result<(ExitStatus, Captured)> {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let files = (tempfile::tempfile()?, tempfile::tempfile()?);
+    cmd.stdout(files.0.try_clone()?).stderr(files.1.try_clone()?);
     let mut child = cmd.spawn().with_context(|| format!("cannot start `{}`", display(cmd)))?;
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-
     let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(2);
-    let status: ExitStatus = loop {
-        if let Some(status) =
-            child.try_wait().with_context(|| format!("cannot wait for `{}`", display(cmd)))?
-        {
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
             break status;
         }
         if Instant::now() >= deadline {
-            // An error here means it exited meanwhile; the wait below reports either way.
+            // An error here means it exited meanwhile; either way it is gone.
             let _ = child.kill();
             let _ = child.wait();
-            bail!(
-                "`{}` did not finish within {} s and was killed",
-                display(cmd),
-                timeout.as_secs()
-            );
+            bail!("`{}` did not finish within {timeout:?} and was killed", display(cmd));
         }
-        thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
+        thread::sleep(Duration::from_millis(20));
     };
-
-    // The child has exited; its pipes close unless a grandchild holds them, so wait a little only.
-    let grace = Duration::from_secs(5);
-    let stdout = stdout.recv_timeout(grace).unwrap_or_default();
-    let stderr = stderr.recv_timeout(grace).unwrap_or_default();
-    Ok((status, Captured { stdout, stderr }))
-}
-
-/// Starts `cmd` for a caller that acts on the child while it runs (the benchmark traces it) and
-/// then waits for it.
-pub(crate) fn spawn(cmd: &mut Command) -> Result<Child> {
-    cmd.spawn().with_context(|| format!("cannot start `{}`", display(cmd)))
-}
-
-/// Runs `cmd`, whose stdin, stdout and stderr the caller has set, to its end, and returns its exit
-/// status and the time from just before the spawn to just after the wait.
-///
-/// It has no deadline: a benchmark polling for one would measure its own polling.
-pub(crate) fn run_timed(cmd: &mut Command) -> Result<(ExitStatus, Duration)> {
-    let started = Instant::now();
-    let status = cmd.status().with_context(|| format!("cannot run `{}`", display(cmd)))?;
-    Ok((status, started.elapsed()))
-}
-
-/// Reads a pipe to its end on a thread of its own, so that neither pipe can fill up and block.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<String> {
-    let (sender, receiver) = mpsc::channel();
-    thread::spawn(move || {
+    let read = |mut file: &File| -> Result<String> {
         let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            // A read error leaves what was read so far, which is all a message can use.
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        let _ = sender.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    receiver
+        file.seek(SeekFrom::Start(0))?;
+        file.read_to_end(&mut bytes)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let (stdout, stderr) = (read(&files.0)?, read(&files.1)?);
+    if !status.success() {
+        bail!("`{}` failed with {status}{}", display(cmd), tail(&stderr, &stdout));
+    }
+    Ok(Captured { stdout, stderr })
 }
 
 /// Returns the last lines of `stderr` (of `stdout` when stderr is blank) for an error message.
@@ -170,10 +110,22 @@ fn tail(stderr: &str, stdout: &str) -> String {
     }
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let start = lines.len().saturating_sub(TAIL_LINES);
-    let mut out = format!("; last lines of its {name}:");
-    for line in &lines[start..] {
-        out.push_str("\n    ");
-        out.push_str(line);
+    format!("; last lines of its {name}:\n    {}", lines[start..].join("\n    "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_and_deadlines_name_the_command() {
+        let mut failing = command("/bin/sh");
+        failing.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let error = run_captured(&mut failing, Duration::from_secs(30)).unwrap_err().to_string();
+        assert!(error.contains("exit status: 3") && error.ends_with("stderr:\n    err"), "{error}");
+        let mut slow = command("/bin/sleep");
+        slow.arg("5");
+        let error = run_captured(&mut slow, Duration::from_millis(100)).unwrap_err().to_string();
+        assert!(error.starts_with("`/bin/sleep 5` did not finish") && error.contains("killed"));
     }
-    out
 }

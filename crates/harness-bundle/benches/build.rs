@@ -1,8 +1,8 @@
 //! `cargo bench -p harness-bundle --bench build`: one bundle with three skills, built per
 //! iteration, against its floor measured in the same run: the same files, the same bytes,
-//! written with plain `std::fs::create_dir_all` and `std::fs::write`. Prints a readable line and
-//! `bench-result bundle_build_us=MEDIAN floor_us=MEDIAN ratio=MEDIAN` for `cargo xtask bench`:
-//! the ratio is the median over the rounds of each round's build time over its floor time.
+//! written with plain `std::fs::create_dir_all` and `std::fs::write`. Prints a readable report and,
+//! for `cargo xtask bench`, harness-benchkit's `bench-row` line: the ratio, at most 1.5, is the
+//! median over the rounds of each round's build time over its floor time.
 
 #![allow(
     clippy::unwrap_used,
@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use harness_adapters::{InstallLayout, module};
+use harness_benchkit::{Row, Unit};
 use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
 use harness_tools::ResolvedInstance;
 
@@ -151,5 +152,22 @@ fn main() {
         "build_bundle, three skills, {} files, {bytes} bytes: {b:.1} µs per build; floor {f:.1} µs; median ratio of the rounds {r:.2}",
         written.len(),
     );
-    println!("bench-result bundle_build_us={b:.2} floor_us={f:.2} ratio={r:.4}");
+    println!("\n{EXPLAINED}");
+    // The verdict rests on the rounds' paired ratio, not on the ratio of the two medians.
+    let floor = ("the same bytes with std::fs", f);
+    let row = Row::ratio(("bundle", "build_bundle, three skills"), Unit::Us, b, floor, 1.5);
+    println!("{}", Row { ratio: format!("{r:.2}× (paired)"), met: r <= 1.5, ..row });
 }
+
+const EXPLAINED: &str = "\
+Each round builds one bundle (skills read with `O_NOFOLLOW`, copies, prompt, policy, tools,
+manifest with every digest, the temporary sibling renamed into place) and, taking turns going
+first, writes the same files with the same bytes with `std::fs::create_dir_all` and
+`std::fs::write`: the floor. 300 rounds after 20 warm-up; the ratio is the median over the rounds
+of each round's build over its own floor (the two measured back to back, so a load that comes and
+goes on a shared machine moves both alike); the times are medians. The install's asset digests are
+cached by file identity (device, inode, size, times), as a host building many bundles from one
+install would; the first build of a process hashes them. The ratio depends on the file system of
+the temporary directory: the floor is mostly the cost of creating files. On a tmpfs
+(`TMPDIR=/dev/shm`), where creating a file costs little, the build's own work (reading the skills,
+serializing, hashing, resolving the workspace) weighs more and the ratio is well above the target.";

@@ -31,6 +31,7 @@ mod sandbox;
 mod script;
 mod server;
 mod session_scenario;
+mod transcript;
 
 pub use bins::{assert_help_and_version, workspace_binary};
 pub use broker::{BrokerAnswer, BrokerCall, ScriptedBroker};

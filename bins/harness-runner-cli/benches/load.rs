@@ -1,55 +1,61 @@
-//! `cargo xtask bench`, the load section (issue 8, item 4): the release harness-runner under
-//! 64 concurrent typed tool calls, 10000 sequential ones with its memory read before and after,
-//! and 50 runners live at once on this machine, each claiming, serving and stopping cleanly.
+//! `cargo bench -p harness-runner-cli --bench load`: the release harness-runner under 64
+//! concurrent typed tool calls, 10000 sequential ones with its memory read before and after, and
+//! 50 runners live at once on this machine, each claiming, serving and stopping cleanly.
 //!
-//! Every runner gets a run directory of its own with a Pi bundle of the assistant fixture built
-//! by harness-bundle against the checkout's install layout (no turn runs, so no CLI is needed),
-//! its own capability, and the one scripted broker all of them share. A failed call, a lost
-//! call, a runner that does not exit 0 or anything left behind fails the command; figures that
-//! miss their target are printed as MISSED, as in the other sections.
+//! Every runner gets a run directory of its own with a Pi bundle of the assistant fixture built by
+//! harness-bundle against the checkout's install layout (no turn runs, so no CLI is needed), its
+//! own capability, and the one scripted broker all of them share. A failed call, a lost call, a
+//! runner that does not exit 0 or anything left behind fails the bench. Prints a Markdown report
+//! and a `bench-row` line per target for `cargo xtask bench`. Targets: a burst of 64 concurrent
+//! calls no slower than the same 64 in a row, at most 512 KiB of growth over the sequential calls,
+//! all 50 runners clean.
 
+#![allow(clippy::print_stdout, reason = "a benchmark reports on stdout")]
+#![expect(clippy::disallowed_methods, reason = "the benchmark spawns the runners it measures")]
+
+use std::error::Error;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail, ensure};
 use harness_adapters::{InstallLayout, module};
+use harness_benchkit::{Memory, Row, Unit, binary_beside, median};
 use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
 use harness_testkit::{BrokerAnswer, ScriptedBroker};
 use harness_tools::ResolvedInstance;
 use serde_json::json;
 
-use crate::bench::{Row, median_f64, rss_kib, write_section};
-use crate::process;
+type Result<T> = std::result::Result<T, Box<dyn Error + Send + Sync>>;
+
+macro_rules! ensure {
+    ($cond:expr, $($message:tt)+) => {
+        if !$cond {
+            return Err(format!($($message)+).into());
+        }
+    };
+}
 
 const CONCURRENT: usize = 64;
 const BURSTS: usize = 20;
 const SEQUENTIAL: usize = 10_000;
 const WARMUP: usize = 200;
 const RUNNERS: usize = 50;
-/// The most the runner's VmRSS may grow over the sequential calls.
-const TARGET_GROWTH_KIB: u64 = 512;
-/// A burst of 64 concurrent calls may take at most this many times the same 64 in a row.
 const TARGET_BURST_RATIO: f64 = 1.0;
+const TARGET_GROWTH_KIB: u64 = 512;
 
-pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
-    eprintln!("bench load: building the release binaries ...");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = process::command(cargo);
-    build.current_dir(root).args(["build", "--release", "--quiet"]);
-    for package in
-        ["harness-runner-cli", "harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli"]
-    {
-        build.args(["-p", package]);
+fn main() -> Result<()> {
+    let runner = env!("CARGO_BIN_EXE_harness-runner");
+    for sibling in ["harness-gate", "harness-mcp", "harness-unslop"] {
+        binary_beside(runner, sibling)?;
     }
-    process::run_visible(&mut build)?;
-    let bin = root.join("target/release");
-    let world = World::new(root, &bin)?;
+    let bin = Path::new(runner).parent().ok_or("the runner has no directory")?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let world = World::new(&root, bin)?;
 
-    // 64 concurrent calls through one runner, in bursts, against the same 64 one after another.
+    eprintln!("bench load: {BURSTS} bursts of {CONCURRENT} concurrent calls, and in a row ...");
     let first = world.start(0)?;
     let socket = world.runs[0].join("tools.sock");
     let (mut bursts, mut rows) = (Vec::with_capacity(BURSTS), Vec::with_capacity(BURSTS));
@@ -63,28 +69,28 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     }
     world.each_once("burst-", BURSTS * CONCURRENT)?;
     world.each_once("row-", BURSTS * CONCURRENT)?;
-    let (burst_ms, row_ms) = (median_f64(bursts), median_f64(rows));
+    let (burst_ms, row_ms) = (median(bursts), median(rows));
 
-    // 10000 sequential calls, each on a new connection as the MCP server makes them.
+    eprintln!("bench load: {SEQUENTIAL} sequential calls ...");
     let pid = first.id();
     let mut latencies = Vec::with_capacity(SEQUENTIAL);
     for call in 0..WARMUP {
         tool_call(&socket, &format!("warm-{call}"))?;
     }
-    let (before, _) = rss_kib(pid)?;
+    let before = Memory::of(pid)?.rss;
     for call in 0..SEQUENTIAL {
         let started = Instant::now();
         tool_call(&socket, &format!("seq-{call}"))?;
         latencies.push(started.elapsed().as_secs_f64() * 1e6);
     }
-    let (after, hwm) = rss_kib(pid)?;
+    let after = Memory::of(pid)?;
     world.each_once("seq-", SEQUENTIAL)?;
-    let growth = after.saturating_sub(before);
-    let sequential_us = median_f64(latencies);
+    let growth = after.rss.saturating_sub(before);
+    let sequential_us = median(latencies);
     stop(first)?;
     world.broker_clear_check(0)?;
 
-    // 50 runners live at once.
+    eprintln!("bench load: {RUNNERS} runners at once ...");
     let started = Instant::now();
     let mut children = Vec::with_capacity(RUNNERS);
     for index in 0..RUNNERS {
@@ -94,10 +100,10 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
         world.wait_polling(index, child)?;
     }
     let all_polling_ms = started.elapsed().as_secs_f64() * 1e3;
-    let mut rss = Vec::with_capacity(RUNNERS);
-    for child in &children {
-        rss.push(rss_kib(child.id())?.0 as f64);
-    }
+    let rss: Vec<f64> = children
+        .iter()
+        .map(|child| Ok(Memory::of(child.id())?.rss as f64))
+        .collect::<Result<_>>()?;
     let total_rss_mib = rss.iter().sum::<f64>() / 1024.0;
     // Each serves a call while all are live, all at once.
     let barrier = Arc::new(Barrier::new(RUNNERS));
@@ -114,7 +120,7 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
         })
         .collect();
     for thread in threads {
-        thread.join().map_err(|_| anyhow::anyhow!("a caller thread panicked"))??;
+        thread.join().map_err(|_| "a caller thread panicked")??;
     }
     world.each_once("many-", RUNNERS)?;
     let stopping = Instant::now();
@@ -131,64 +137,44 @@ pub(crate) fn run(root: &Path) -> Result<Vec<Row>> {
     let leftovers = world.leftovers()?;
     ensure!(leftovers.is_empty(), "the runners left behind: {leftovers:?}");
 
-    let verdict = |ok: bool| if ok { "pass" } else { "MISSED" };
-    let burst_ratio = burst_ms / row_ms;
-    let section = format!(
-        "## Load\n\n\
-         Reproduce with `cargo xtask bench --only load`. The release `harness-runner`, each on a run \
-         directory of its own (a Pi bundle of the assistant fixture, no turn run), against one scripted \
-         broker; every call is `read_spec` on a new connection to `tools.sock`.\n\n\
-         | benchmark | median | floor / reference | result | target | verdict |\n\
-         | --- | ---: | --- | ---: | --- | --- |\n\
-         | {CONCURRENT} concurrent tool calls through one runner ({BURSTS} bursts) | {burst_ms:.1} ms per burst | the same {CONCURRENT} in a row {row_ms:.1} ms | ×{burst_ratio:.2}; {n} answered, 0 lost, 0 errors | ≤ ×{TARGET_BURST_RATIO:.1}, none lost | {} |\n\
-         | {SEQUENTIAL} sequential tool calls | {sequential_us:.1} µs per call | VmRSS after {WARMUP} warm-up calls {before} KiB | VmRSS after {after} KiB (+{growth} KiB), peak {hwm} KiB | ≤ +{TARGET_GROWTH_KIB} KiB | {} |\n\
-         | {RUNNERS} runners live at once | {all_polling_ms:.0} ms until all poll; {stop_ms:.0} ms until all stopped | median runner VmRSS {one_rss:.2} MiB | {total_rss_mib:.1} MiB together; all claimed, served, exited 0; nothing left | all clean | {} |\n\n\
-         Every call's arguments reached the broker once (no call lost or doubled) and every reply was \
-         `ok`. The {RUNNERS} runners are started together, each with its own capability; each claims once, \
-         serves one call while all are live (the calls made at once), releases once on SIGTERM and exits 0; \
-         afterwards no process names a run directory, no `tools.sock` or private bind directory is left, \
-         and every `tmp/` is empty.\n",
-        verdict(burst_ratio <= TARGET_BURST_RATIO),
-        verdict(growth <= TARGET_GROWTH_KIB),
-        verdict(leftovers.is_empty()),
-        n = BURSTS * CONCURRENT,
-        one_rss = median_f64(rss.clone()) / 1024.0,
+    println!(
+        "| benchmark | median | floor / reference | result |\n| --- | ---: | --- | ---: |\n\
+         | {CONCURRENT} concurrent tool calls through one runner ({BURSTS} bursts) | {burst_ms:.1} ms \
+         per burst | the same {CONCURRENT} in a row {row_ms:.1} ms | ×{:.2}; {} answered, 0 lost, \
+         0 errors |\n\
+         | {SEQUENTIAL} sequential tool calls | {sequential_us:.1} µs per call | VmRSS after {WARMUP} \
+         warm-up calls {before} KiB | VmRSS after {} KiB (+{growth} KiB), peak {} KiB |\n\
+         | {RUNNERS} runners live at once | {all_polling_ms:.0} ms until all poll; {stop_ms:.0} ms \
+         until all stopped | median runner VmRSS {:.2} MiB | {total_rss_mib:.1} MiB together; all \
+         claimed, served, exited 0; nothing left |\n",
+        burst_ms / row_ms,
+        BURSTS * CONCURRENT,
+        after.rss,
+        after.peak,
+        median(rss) / 1024.0,
     );
-    eprintln!(
-        "bench load: burst {burst_ms:.1} ms vs row {row_ms:.1} ms; {sequential_us:.1} µs per call, \
-         RSS {before} -> {after} KiB (peak {hwm}); {RUNNERS} runners: {all_polling_ms:.0} ms to poll, \
-         {total_rss_mib:.1} MiB, {stop_ms:.0} ms to stop"
+    println!(
+        "Every call is `read_spec` on a new connection to `tools.sock`. Every call's arguments \
+         reached the broker once (no call lost or doubled) and every reply was `ok`. The \
+         {RUNNERS} runners are started together, each with its own capability; each claims once, \
+         serves one call while all are live (the calls made at once), releases once on SIGTERM \
+         and exits 0; afterwards no process names a run directory, no `tools.sock` or private \
+         bind directory is left, and every `tmp/` is empty."
     );
-    write_section(&root.join("docs/performance.md"), "load", &section)?;
-    Ok(vec![
-        Row::new(
-            "load",
-            format!("{CONCURRENT} concurrent tool calls through one runner"),
-            format!("{burst_ms:.1} ms per burst"),
-            format!("the same in a row {row_ms:.1} ms"),
-            format!("{burst_ratio:.2}×"),
-            format!("≤ {TARGET_BURST_RATIO:.1}×, none lost"),
-            burst_ratio <= TARGET_BURST_RATIO,
-        ),
-        Row::new(
-            "load",
-            format!("{SEQUENTIAL} sequential tool calls"),
-            format!("{sequential_us:.1} µs per call"),
-            format!("VmRSS {before} KiB before"),
-            format!("+{growth} KiB"),
-            format!("≤ +{TARGET_GROWTH_KIB} KiB"),
-            growth <= TARGET_GROWTH_KIB,
-        ),
-        Row::new(
-            "load",
-            format!("{RUNNERS} runners live at once"),
-            format!("{all_polling_ms:.0} ms until all poll"),
-            format!("{total_rss_mib:.1} MiB together"),
-            "",
-            "all clean",
-            leftovers.is_empty(),
-        ),
-    ])
+    let burst_row = ("load", "64 concurrent tool calls through one runner");
+    let floor = ("the same 64 in a row", row_ms);
+    println!("{}", Row::ratio(burst_row, Unit::Ms, burst_ms, floor, TARGET_BURST_RATIO));
+    let sequential_row = ("load", "10000 sequential tool calls");
+    let median = format!("{sequential_us:.1} µs each");
+    let outcome = format!("VmRSS {before} KiB, then +{growth} KiB");
+    let target = format!("≤ +{TARGET_GROWTH_KIB} KiB");
+    let met = growth <= TARGET_GROWTH_KIB;
+    println!("{}", Row::check(sequential_row, median, outcome, &target, met));
+    let runners_row = ("load", "50 runners live at once");
+    let median = format!("{all_polling_ms:.0} ms until all poll");
+    let outcome = format!("{total_rss_mib:.1} MiB together, {} left behind", leftovers.len());
+    println!("{}", Row::check(runners_row, median, outcome, "all clean", leftovers.is_empty()));
+    Ok(())
 }
 
 /// The run directories, their bundles and the broker they share.
@@ -199,9 +185,9 @@ struct World {
     broker: ScriptedBroker,
 }
 
-#[expect(clippy::disallowed_methods, reason = "xtask reads /bin/true's version for the seal")]
+/// Returns what `/bin/true --version` prints, which the bundle's seal records.
 fn true_version() -> Result<String> {
-    let output = std::process::Command::new("/bin/true").arg("--version").output()?;
+    let output = Command::new("/bin/true").arg("--version").output()?;
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
@@ -240,7 +226,7 @@ impl World {
                     launched_by: "bench".into(),
                     workspace: workspace.clone(),
                 },
-                harness: module("pi").context("the pi module")?,
+                harness: module("pi").ok_or("no pi module")?,
                 route: Route::Primary,
                 route_reason: "bench".into(),
                 harness_version: "bench".into(),
@@ -270,7 +256,7 @@ impl World {
     }
 
     fn spawn(&self, index: usize) -> Result<Child> {
-        let mut command = process::command(&self.runner);
+        let mut command = Command::new(&self.runner);
         command
             .arg(&self.runs[index])
             .env_clear()
@@ -278,8 +264,8 @@ impl World {
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let mut child = command.spawn().context("cannot start harness-runner")?;
-        let mut stdin = child.stdin.take().context("no stdin")?;
+        let mut child = command.spawn()?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
         stdin.write_all(format!("{{\"cap\": \"{}\"}}\n", Self::cap(index)).as_bytes())?;
         Ok(child)
     }
@@ -293,7 +279,7 @@ impl World {
         let started = Instant::now();
         while self.polls(index) == 0 {
             if let Some(status) = child.try_wait()? {
-                bail!("runner {index} exited ({status}) before polling");
+                return Err(format!("runner {index} exited ({status}) before polling").into());
             }
             ensure!(started.elapsed() < Duration::from_secs(60), "runner {index} did not poll");
             std::thread::sleep(Duration::from_millis(2));
@@ -380,7 +366,7 @@ fn concurrent_burst(socket: &Path, burst: usize) -> Result<f64> {
     barrier.wait();
     let started = Instant::now();
     for thread in threads {
-        thread.join().map_err(|_| anyhow::anyhow!("a caller thread panicked"))??;
+        thread.join().map_err(|_| "a caller thread panicked")??;
     }
     Ok(started.elapsed().as_secs_f64() * 1e3)
 }
@@ -388,7 +374,7 @@ fn concurrent_burst(socket: &Path, burst: usize) -> Result<f64> {
 /// One `read_spec` call on a new connection; fails unless the reply is `ok`.
 fn tool_call(socket: &Path, project: &str) -> Result<()> {
     let mut stream = UnixStream::connect(socket)
-        .with_context(|| format!("cannot connect to {}", socket.display()))?;
+        .map_err(|error| format!("cannot connect to {}: {error}", socket.display()))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let request = json!({"tool": "read_spec", "args": {"project": project}});
     stream.write_all(format!("{request}\n").as_bytes())?;
@@ -399,7 +385,7 @@ fn tool_call(socket: &Path, project: &str) -> Result<()> {
 }
 
 fn signal(child: &Child, signal: rustix::process::Signal) -> Result<()> {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?).context("pid")?;
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?).ok_or("no pid")?;
     rustix::process::kill_process(pid, signal)?;
     Ok(())
 }
