@@ -170,8 +170,10 @@ impl Fixture {
         let layout =
             InstallLayout { gate: gate.to_owned(), ..InstallLayout::under(self.dir.path()) };
         let builtin = ["Read", "Write", "Edit", "Grep", "Glob"].map(String::from);
+        let workspace = self.dir.path().join("ws");
         let cx = ModuleContext {
             bundle_dir: self.dir.path(),
+            workspace: &workspace,
             layout: &layout,
             typed: &[],
             builtin: &builtin,

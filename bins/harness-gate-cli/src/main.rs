@@ -5,6 +5,8 @@
 //! allows; exit 2 blocks with a one-line reason on stderr. Everything that is not a clean allow
 //! (bad arguments, an unreadable policy, bad JSON, a panic) exits 2: the gate fails closed.
 
+#![deny(clippy::print_stdout)]
+
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -18,12 +20,34 @@ const MAX_PAYLOAD: u64 = 64 << 20;
 
 const USAGE: &str = "usage: harness-gate (check | claude-hook) --policy POLICY";
 
+const HELP: &str = "\
+harness-gate: one decision per agent tool call, shared by Pi and Claude Code.
+
+usage: harness-gate check --policy POLICY        (Pi's extension: {\"tool\", \"input\"} on stdin)
+       harness-gate claude-hook --policy POLICY  (Claude Code's PreToolUse payload on stdin)
+       harness-gate --help | --version
+
+POLICY is the bundle's policy.json. A file tool is allowed only when every path it may open
+resolves inside the policy's workspace; the policy's typed tools pass; everything else is blocked.
+
+exit status: 0 allows (stdout stays empty); 2 blocks, with a one-line reason on stderr. Anything
+that is not a clean allow exits 2: bad arguments, an unreadable policy, bad JSON, a panic.";
+
 enum Mode {
     Check,
     ClaudeHook,
 }
 
 fn main() -> ExitCode {
+    if let Some(text) = help_or_version() {
+        // Only `--help` or `--version` alone: no hook command is ever written that way, and
+        // every other command line still blocks.
+        #[expect(clippy::print_stdout, reason = "--help and --version answer on stdout")]
+        {
+            println!("{text}");
+        }
+        return ExitCode::SUCCESS;
+    }
     std::panic::set_hook(Box::new(|info| {
         let text = info.to_string().replace('\n', " ");
         eprintln!("harness-gate: blocked: the gate failed: {text} (rule gate-error)");
@@ -39,6 +63,19 @@ fn main() -> ExitCode {
             eprintln!("harness-gate: blocked: {} (rule gate-error)", error.replace('\n', " "));
             ExitCode::from(2)
         }
+    }
+}
+
+/// The text of `--help` or `--version`, when that is the one argument.
+fn help_or_version() -> Option<String> {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(arg), None) = (args.next(), args.next()) else { return None };
+    if arg == "--help" || arg == "-h" {
+        Some(HELP.to_owned())
+    } else if arg == "--version" || arg == "-V" {
+        Some(format!("harness-gate {}", env!("CARGO_PKG_VERSION")))
+    } else {
+        None
     }
 }
 

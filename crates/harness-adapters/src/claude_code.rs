@@ -150,7 +150,7 @@ impl HarnessModule for ClaudeCode {
     }
 
     fn cli_tools(&self, builtin: &[String], _typed: &[String]) -> Vec<String> {
-        // --tools names built-ins only; the MCP server's tools come on top (CLIS.md §1.2).
+        // --tools names built-ins only; the MCP server's tools come on top (docs/clis.md).
         builtin.to_vec()
     }
 

@@ -35,7 +35,7 @@ impl HarnessModule for Pi {
     }
 
     fn cli_tools(&self, builtin: &[String], typed: &[String]) -> Vec<String> {
-        // Pi's --tools is an allowlist: the extension's tools must be named too (CLIS.md §2.2).
+        // Pi's --tools is an allowlist: the extension's tools must be named too (docs/clis.md).
         builtin.iter().chain(typed).cloned().collect()
     }
 

@@ -2,13 +2,13 @@
 //! sandboxes that run those CLIs with nothing of the developer's machine in their environment.
 //!
 //! [`ScriptedModel`] serves `POST /v1/messages` on 127.0.0.1 from a [`Script`] of [`Reply`]s,
-//! streaming Server-Sent Events exactly as CLIS.md records, and logs every request as a
+//! streaming Server-Sent Events exactly as docs/clis.md records, and logs every request as a
 //! [`RecordedRequest`] so a test can assert what the model saw. [`require_cli`] finds Claude Code
 //! and Pi under `.tools/bin` and refuses to skip silently; [`CliSandbox`] gives one CLI run its own
 //! home, config directories and working directory; [`run_with_deadline`] runs it in its own process
 //! group and kills the group when the deadline passes.
 //!
-//! [`ScriptedBroker`] speaks the broker protocol (DESIGN.md contract 4) on a Unix socket from a
+//! [`ScriptedBroker`] speaks the broker protocol (docs/contracts.md, contract 4) on a Unix socket from a
 //! per-verb script, refusals included, and records every call.
 //!
 //! [`run_canary`] is the gate's oracle made of the real CLIs: thousands of generated hostile tool

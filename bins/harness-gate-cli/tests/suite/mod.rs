@@ -1,3 +1,4 @@
+mod cli;
 mod contract;
 mod garbage;
 mod real_clis;

@@ -2,7 +2,7 @@
 #
 # harness-runner runs it as `/bin/sh claude-code.sh` (the repository keeps adapters 0644; only
 # an image sets modes), in its own process group, with the MOSAIC_* variables of
-# docs/adapters.md. The turn's request is in $MOSAIC_REQUEST; Claude Code's answer is this
+# docs/runner.md ("The adapter's environment"). The turn's request is in $MOSAIC_REQUEST; Claude Code's answer is this
 # script's stdout. Its home and config live under $MOSAIC_SESSION_DIR, never in the real home.
 # --bare is never passed: it would skip the hooks the gate runs as.
 set -eu
@@ -36,7 +36,7 @@ case "$MOSAIC_THINKING" in
   *) effort="$MOSAIC_THINKING" ;;
 esac
 
-# The first turn creates the session; later turns resume it (CLIS.md §1.8).
+# The first turn creates the session; later turns resume it (docs/clis.md).
 if [ "$MOSAIC_TURN" = 1 ]; then
   set -- --session-id "$MOSAIC_SESSION_ID"
 else

@@ -1,7 +1,7 @@
 # The Pi 0.85.1 adapter: one harness turn.
 #
 # harness-runner runs it as `/bin/sh pi.sh` (the repository keeps adapters 0644; only an image
-# sets modes), in its own process group, with the MOSAIC_* variables of docs/adapters.md. The
+# sets modes), in its own process group, with the MOSAIC_* variables of docs/runner.md ("The adapter's environment"). The
 # turn's request is in $MOSAIC_REQUEST; Pi's answer is this script's stdout. Pi's home, agent
 # directory and sessions live under $MOSAIC_SESSION_DIR, never in the real home.
 set -eu

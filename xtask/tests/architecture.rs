@@ -1,0 +1,279 @@
+//! The workspace's architecture, checked as tests so that `cargo test` keeps it (the companion of
+//! tidy.rs, which holds xtask's own rules).
+//!
+//! Each test reads the tree as text; none builds anything. What each one holds is an
+//! Architecture Invariant of docs/ARCHITECTURE.md.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a tidy test fails loudly where the tree cannot be read"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// Every file below `dir` (relative to the root) whose name ends with `suffix`, sorted.
+fn files(dir: &str, suffix: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name == "target" || name.starts_with('.') || name == "node_modules" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, suffix, out);
+            } else if name.ends_with(suffix) {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join(dir), suffix, &mut out);
+    out.sort();
+    out
+}
+
+/// The workspace's packages: directory name -> the `[dependencies]` section of its manifest.
+fn packages() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for group in ["crates", "bins"] {
+        for entry in std::fs::read_dir(root().join(group)).unwrap() {
+            let dir = entry.unwrap().path();
+            let manifest = dir.join("Cargo.toml");
+            if !manifest.is_file() {
+                continue;
+            }
+            let text = read(&manifest);
+            let dependencies = text
+                .split("\n[dependencies]\n")
+                .nth(1)
+                .map(|rest| rest.split("\n[").next().unwrap_or_default().to_owned())
+                .unwrap_or_default();
+            out.insert(dir.file_name().unwrap().to_string_lossy().into_owned(), dependencies);
+        }
+    }
+    out
+}
+
+/// The layers, lowest first. A package may depend only on packages of a lower layer, so every
+/// arrow between crates points down and no cycle can form.
+const LAYERS: &[&[&str]] = &[
+    &["harness-contract"],
+    &["harness-tools"],
+    &["harness-gate", "harness-unslop", "harness-bus", "harness-confine", "harness-adapters"],
+    &["harness-bundle", "harness-mcp"],
+    &["harness-runner"],
+    &["harness-testkit", "harness-benchkit"],
+    &[
+        "harness-gate-cli",
+        "harness-unslop-cli",
+        "harness-mcp-cli",
+        "harness-runner-cli",
+        "harness-cli",
+    ],
+];
+
+fn layer(package: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&package))
+}
+
+#[test]
+fn every_arrow_between_crates_points_down() {
+    let packages = packages();
+    assert!(packages.len() >= 12, "found only {:?}", packages.keys());
+    for (package, dependencies) in &packages {
+        let own = layer(package).unwrap_or_else(|| panic!("{package} is in no layer of LAYERS"));
+        for line in dependencies.lines() {
+            let Some(name) =
+                line.split(['.', ' ', '=']).next().filter(|n| n.starts_with("harness-"))
+            else {
+                continue;
+            };
+            let theirs = layer(name).unwrap_or_else(|| panic!("{name} is in no layer"));
+            assert!(
+                theirs < own,
+                "{package} (layer {own}) depends on {name} (layer {theirs}): arrows point down only"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_contract_has_no_dependencies() {
+    let packages = packages();
+    let contract = &packages["harness-contract"];
+    assert!(
+        contract.lines().all(|line| line.trim().is_empty() || line.trim_start().starts_with('#')),
+        "harness-contract depends on something: {contract}"
+    );
+}
+
+/// The crates a gate process or a pure-data consumer links: no process, no async runtime, no
+/// socket.
+#[test]
+fn pure_crates_spawn_nothing_and_pull_no_runtime() {
+    let packages = packages();
+    for package in ["harness-contract", "harness-gate", "harness-tools"] {
+        let dependencies = &packages[package];
+        for runtime in ["tokio", "async-std", "smol", "harness-bus", "harness-runner"] {
+            assert!(!dependencies.contains(runtime), "{package} depends on {runtime}");
+        }
+        for file in files(&format!("crates/{package}/src"), ".rs") {
+            let text = read(&file);
+            for effect in ["Command::new", "std::process::Command", "UnixStream", "UnixListener"] {
+                assert!(!text.contains(effect), "{} uses {effect}", file.display());
+            }
+        }
+    }
+}
+
+/// Only the runner (and xtask and tests) start processes; clippy.toml's disallowed-methods
+/// backs this up, and here the libraries are held to it by name.
+#[test]
+fn only_the_runner_starts_processes_among_the_libraries() {
+    for file in files("crates", ".rs") {
+        let text = file.to_string_lossy().into_owned();
+        let shipped_library = text.contains("/src/")
+            && !text.contains("crates/harness-runner/")
+            && !text.contains("crates/harness-testkit/")
+            && !text.contains("crates/harness-benchkit/");
+        if shipped_library {
+            let source = read(&file);
+            assert!(!source.contains("Command::new"), "{} starts a process", file.display());
+        }
+    }
+}
+
+/// Where stdout is a protocol, nothing may print to it by accident.
+#[test]
+fn protocol_stdouts_deny_print() {
+    for file in ["crates/harness-mcp/src/lib.rs", "bins/harness-gate-cli/src/main.rs"] {
+        let text = read(&root().join(file));
+        assert!(text.contains("#![deny(clippy::print_stdout)]"), "{file} must deny print_stdout");
+    }
+}
+
+/// Every library's lib.rs is a table of contents that starts with what the crate is for.
+#[test]
+fn every_lib_rs_says_what_its_crate_is_for() {
+    for file in files("crates", "lib.rs") {
+        if file.parent().and_then(Path::file_name).is_some_and(|name| name == "src") {
+            let text = read(&file);
+            assert!(text.starts_with("//! "), "{} has no //! paragraph first", file.display());
+        }
+    }
+}
+
+/// Binaries are glue: parse arguments, call one library entry point, map the error.
+#[test]
+fn binaries_stay_under_their_line_budget() {
+    for file in files("bins", "main.rs") {
+        if file.to_string_lossy().contains("/src/") {
+            let lines = read(&file).lines().count();
+            assert!(lines <= 250, "{} has {lines} lines; the budget is 250", file.display());
+        }
+    }
+}
+
+/// Test hooks exist only behind the `test-hooks` feature, which only dev-dependencies enable:
+/// nothing `cargo build --release` (and so `cargo xtask dist`) makes carries one.
+#[test]
+fn test_hooks_are_behind_the_feature_only_tests_enable() {
+    for file in files("crates", ".rs").into_iter().chain(files("bins", ".rs")) {
+        let path = file.to_string_lossy().into_owned();
+        if !path.contains("/src/") {
+            continue;
+        }
+        let text = read(&file);
+        if text.contains("PANIC_FOR_TEST") {
+            assert!(
+                text.contains("feature = \"test-hooks\""),
+                "{path} names a test hook without the test-hooks feature"
+            );
+        }
+    }
+    for (package, dependencies) in packages() {
+        assert!(
+            !dependencies.contains("test-hooks"),
+            "{package} enables test-hooks in [dependencies]; only [dev-dependencies] may"
+        );
+    }
+}
+
+/// Tests assert: no should_panic, no ignored test, no todo or unimplemented.
+#[test]
+fn no_hollow_tests_or_stubs() {
+    let hollow = [
+        concat!("#[should", "_panic"),
+        concat!("#[ig", "nore]"),
+        concat!("to", "do!("),
+        concat!("unimple", "mented!("),
+    ];
+    for group in ["crates", "bins", "xtask"] {
+        for file in files(group, ".rs") {
+            let text = read(&file);
+            for word in hollow {
+                assert!(!text.contains(word), "{} holds {word}", file.display());
+            }
+        }
+    }
+}
+
+/// The repository stands on its own: every `docs/*.md` a file names exists, and nothing points
+/// at notes outside the repository.
+#[test]
+fn docs_named_in_the_tree_exist_and_nothing_points_outside() {
+    let outside = [
+        concat!("../", "shared"),
+        concat!("CLIS", ".md"),
+        concat!("DESIGN", ".md"),
+        concat!("STYLE", ".md"),
+    ];
+    let mut named = 0;
+    for group in ["crates", "bins", "xtask", "docs", "examples", "tools", ".ci"] {
+        for file in
+            files(group, "").into_iter().filter(|f| !f.to_string_lossy().contains("/snapshots/"))
+        {
+            let Ok(text) = std::fs::read_to_string(&file) else { continue };
+            for word in outside {
+                assert!(
+                    !text.contains(word),
+                    "{} points outside the repository: {word}",
+                    file.display()
+                );
+            }
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("docs/") {
+                let tail = &rest[at + "docs/".len()..];
+                let end = tail
+                    .find(|c: char| {
+                        !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+                    })
+                    .unwrap_or(tail.len());
+                let name = tail[..end].trim_end_matches('.');
+                if let Some(stem) = name.strip_suffix(".md") {
+                    named += 1;
+                    let doc = root().join("docs").join(format!("{stem}.md"));
+                    assert!(
+                        doc.is_file(),
+                        "{} names docs/{stem}.md, which does not exist",
+                        file.display()
+                    );
+                }
+                rest = &tail[end..];
+            }
+        }
+    }
+    assert!(named > 20, "only {named} doc names found: the scan is broken");
+}
