@@ -18,8 +18,13 @@ use crate::cargo::Cargo;
 use crate::setup;
 
 /// The packages whose binaries the layout holds.
-const PACKAGES: [&str; 4] =
-    ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli", "harness-cli"];
+const PACKAGES: [&str; 5] = [
+    "harness-gate-cli",
+    "harness-mcp-cli",
+    "harness-unslop-cli",
+    "harness-runner-cli",
+    "harness-cli",
+];
 
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     let prefix = match args {
@@ -39,21 +44,11 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
 
 /// Returns every file of the layout: (source in `from`, destination in `to`, mode).
 fn files(from: &InstallLayout, to: &InstallLayout) -> Vec<(PathBuf, PathBuf, u32)> {
-    let mut files: Vec<(PathBuf, PathBuf, u32)> = vec![
-        (from.gate.clone(), to.gate.clone(), 0o755),
-        (from.mcp.clone(), to.mcp.clone(), 0o755),
-        (from.unslop.clone(), to.unslop.clone(), 0o755),
-        (from.pi_extension.clone(), to.pi_extension.clone(), 0o644),
-        (from.pi_unslop_extension.clone(), to.pi_unslop_extension.clone(), 0o644),
-        (from.unslop_lists.clone(), to.unslop_lists.clone(), 0o644),
-    ];
-    if let (Some(from_bin), Some(to_bin)) = (from.gate.parent(), to.gate.parent()) {
-        files.push((from_bin.join("harness"), to_bin.join("harness"), 0o755));
-    }
-    for script in ["pi.sh", "claude-code.sh"] {
-        files.push((from.adapters.join(script), to.adapters.join(script), 0o644));
-    }
-    files
+    from.files()
+        .into_iter()
+        .zip(to.files())
+        .map(|((source, mode), (target, _))| (source, target, mode))
+        .collect()
 }
 
 /// Copies every file of `from` to its place in `to` and returns how many, or, when any is
@@ -117,7 +112,7 @@ mod tests {
         assert_eq!(install(&from, &to).unwrap(), count);
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!((mode(&to.gate), mode(&to.adapters.join("pi.sh"))), (0o755, 0o644));
-        assert_eq!(std::fs::read_to_string(&to.unslop_lists).unwrap(), "file 5");
+        assert_eq!(std::fs::read_to_string(&to.unslop_lists).unwrap(), "file 7");
         let leftovers: Vec<_> = std::fs::read_dir(to.gate.parent().unwrap())
             .unwrap()
             .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.'))

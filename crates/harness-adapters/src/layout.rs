@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// The adapter scripts in the layout's `adapters` directory, one per harness.
+const ADAPTER_SCRIPTS: [&str; 2] = ["pi.sh", "claude-code.sh"];
+
 /// The install layout (`cargo xtask dist --prefix PREFIX`):
 ///
 /// ```text
@@ -19,6 +22,10 @@ pub struct InstallLayout {
     pub mcp: PathBuf,
     /// `harness-unslop`.
     pub unslop: PathBuf,
+    /// `harness-runner`, which the host starts once per session.
+    pub runner: PathBuf,
+    /// `harness`, the operator's command (`harness bundle build`, `harness unslop counts`).
+    pub harness: PathBuf,
     /// The Pi extension: the gate on every tool call, the typed tools, the turn marker.
     pub pi_extension: PathBuf,
     /// Pi's unslop extension.
@@ -37,6 +44,8 @@ impl InstallLayout {
             gate: prefix.join("bin/harness-gate"),
             mcp: prefix.join("bin/harness-mcp"),
             unslop: prefix.join("bin/harness-unslop"),
+            runner: prefix.join("bin/harness-runner"),
+            harness: prefix.join("bin/harness"),
             pi_extension: share.join("pi/extension.mjs"),
             pi_unslop_extension: share.join("pi/unslop-extension.mjs"),
             adapters: share.join("adapters"),
@@ -46,16 +55,42 @@ impl InstallLayout {
 
     /// Every path of the layout with its request field name (`install.gate`, ...), in a fixed
     /// order: for the checks that go over all of them.
-    pub fn paths(&self) -> [(&'static str, &Path); 7] {
+    pub fn paths(&self) -> [(&'static str, &Path); 9] {
         [
             ("install.gate", &self.gate),
             ("install.mcp", &self.mcp),
             ("install.unslop", &self.unslop),
+            ("install.runner", &self.runner),
+            ("install.harness", &self.harness),
             ("install.piExtension", &self.pi_extension),
             ("install.piUnslopExtension", &self.pi_unslop_extension),
             ("install.adapters", &self.adapters),
             ("install.unslopLists", &self.unslop_lists),
         ]
+    }
+
+    /// Every file an install holds, with the mode it is installed with (binaries 0755, assets
+    /// 0644): what `cargo xtask dist` copies, so nothing of the layout can be left out.
+    pub fn files(&self) -> Vec<(PathBuf, u32)> {
+        // Destructured without `..`: a new field does not compile until it is listed here.
+        let Self {
+            gate,
+            mcp,
+            unslop,
+            runner,
+            harness,
+            pi_extension,
+            pi_unslop_extension,
+            adapters,
+            unslop_lists,
+        } = self;
+        let mut files: Vec<(PathBuf, u32)> =
+            [gate, mcp, unslop, runner, harness].map(|binary| (binary.clone(), 0o755)).into();
+        files.extend(
+            [pi_extension, pi_unslop_extension, unslop_lists].map(|asset| (asset.clone(), 0o644)),
+        );
+        files.extend(ADAPTER_SCRIPTS.map(|script| (adapters.join(script), 0o644)));
+        files
     }
 
     /// The layout of a workspace checkout: binaries from `bin_dir` (`target/debug`), assets from
@@ -66,6 +101,8 @@ impl InstallLayout {
             gate: bin_dir.join("harness-gate"),
             mcp: bin_dir.join("harness-mcp"),
             unslop: bin_dir.join("harness-unslop"),
+            runner: bin_dir.join("harness-runner"),
+            harness: bin_dir.join("harness"),
             pi_extension: assets.join("pi/extension.mjs"),
             pi_unslop_extension: assets.join("pi/unslop-extension.mjs"),
             adapters: assets.join("adapters"),

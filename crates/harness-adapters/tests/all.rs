@@ -276,3 +276,29 @@ fn adapter_scripts_parse_and_refuse_a_missing_variable() {
         );
     }
 }
+
+/// Issue 14, item 1: the install holds every path of the layout, harness-runner (the binary a
+/// host starts) included: `files()` is what `cargo xtask dist` copies, and every path the layout
+/// names (the adapters directory by its scripts) is among them; docs/bundle.md lists the same.
+#[test]
+fn the_install_holds_every_path_of_the_layout() {
+    let layout = InstallLayout::under(Path::new("/opt/harness"));
+    let files: Vec<std::path::PathBuf> = layout.files().into_iter().map(|(path, _)| path).collect();
+    for (field, path) in layout.paths() {
+        let held = if field == "install.adapters" {
+            files.contains(&path.join("pi.sh")) && files.contains(&path.join("claude-code.sh"))
+        } else {
+            files.iter().any(|file| file == path)
+        };
+        assert!(held, "{field} ({}) is not installed", path.display());
+    }
+    assert!(files.contains(&Path::new("/opt/harness/bin/harness-runner").to_path_buf()));
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bundle.md"))
+            .unwrap();
+    for (path, _) in layout.files() {
+        let relative = path.strip_prefix("/opt/harness").unwrap().to_string_lossy().into_owned();
+        let name = relative.rsplit('/').next().unwrap();
+        assert!(doc.contains(name), "docs/bundle.md does not name {relative}");
+    }
+}
