@@ -169,21 +169,13 @@ impl HarnessModule for ClaudeCode {
     }
 
     fn relies_on(&self) -> [S0Line; 5] {
-        [
-            S0Line {
-                line: 1,
-                topic: "block a tool",
-                how: "PreToolUse command hook exits 2; --bare is never passed",
-            },
-            S0Line { line: 2, topic: "gate crash", how: "the hook runs as <gate> || exit 2" },
-            S0Line { line: 3, topic: "gate missing", how: "the wrapper blocks" },
-            S0Line {
-                line: 4,
-                topic: "gate hang",
-                how: "timeout -k 2 10 <gate> || exit 2, hook timeout 20",
-            },
-            S0Line { line: 5, topic: "bash", how: "limited only by the tool limit" },
-        ]
+        S0Line::five([
+            "PreToolUse command hook exits 2; --bare is never passed",
+            "the hook runs as <gate> || exit 2",
+            "the wrapper blocks",
+            "timeout -k 2 10 <gate> || exit 2, hook timeout 20",
+            "limited only by the tool limit",
+        ])
     }
 
     fn assets(&self, layout: &InstallLayout) -> Vec<Asset> {

@@ -49,6 +49,17 @@ pub struct S0Line {
 pub const S0_TOPICS: [&str; 5] =
     ["block a tool", "gate crash", "gate missing", "gate hang", "bash"];
 
+impl S0Line {
+    /// The five lines, numbered in order with [`S0_TOPICS`], from how a harness keeps each.
+    pub fn five(how: [&'static str; 5]) -> [S0Line; 5] {
+        let mut line = 0;
+        how.map(|how| {
+            line += 1;
+            S0Line { line, topic: S0_TOPICS[usize::from(line - 1)], how }
+        })
+    }
+}
+
 /// One installed file whose sha256 the manifest records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Asset {

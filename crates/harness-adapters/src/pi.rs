@@ -51,17 +51,13 @@ impl HarnessModule for Pi {
     }
 
     fn relies_on(&self) -> [S0Line; 5] {
-        [
-            S0Line { line: 1, topic: "block a tool", how: "tool_call handler returns a block" },
-            S0Line { line: 2, topic: "gate crash", how: "a throw in the handler blocks" },
-            S0Line { line: 3, topic: "gate missing", how: "a missing -e file refuses to start" },
-            S0Line {
-                line: 4,
-                topic: "gate hang",
-                how: "the runner's wall clock plus the agent_end marker",
-            },
-            S0Line { line: 5, topic: "bash", how: "limited only by the tool limit" },
-        ]
+        S0Line::five([
+            "tool_call handler returns a block",
+            "a throw in the handler blocks",
+            "a missing -e file refuses to start",
+            "the runner's wall clock plus the agent_end marker",
+            "limited only by the tool limit",
+        ])
     }
 
     fn assets(&self, layout: &InstallLayout) -> Vec<Asset> {

@@ -76,14 +76,7 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         let request = files.join("request.json");
         std::fs::write(&request, bytes).unwrap();
         let out = out_parent.join("bundle");
-        let built = harness(&[
-            "bundle",
-            "build",
-            "--request",
-            request.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let built = build(&request, &out);
         let stderr = String::from_utf8_lossy(&built.stderr);
         assert_eq!(built.status.code(), Some(1), "{what}: {stderr}");
         assert!(stderr.starts_with("harness: error: "), "{what}: {stderr}");
@@ -96,14 +89,7 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
     // The request is a directory, or missing.
     for (what, request) in [("a directory", files.clone()), ("missing", files.join("none"))] {
         let out = out_parent.join("bundle");
-        let built = harness(&[
-            "bundle",
-            "build",
-            "--request",
-            request.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let built = build(&request, &out);
         let stderr = String::from_utf8_lossy(&built.stderr);
         assert_eq!(built.status.code(), Some(1), "{what}: {stderr}");
         assert!(stderr.contains(request.to_str().unwrap()), "{what}: names the file: {stderr}");
@@ -143,4 +129,16 @@ fn arguments_that_are_not_utf8_are_a_usage_error() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(r#"the argument "/tmp/\xFF.json" is not UTF-8"#), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// `harness bundle build --request REQUEST --out OUT`.
+fn build(request: &Path, out: &Path) -> std::process::Output {
+    harness(&[
+        "bundle",
+        "build",
+        "--request",
+        request.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
 }

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::Harness;
+// JavaScript's trim set is a language constant, not a path rule: the oracle shares the gate's
+// copy, which `cargo xtask verify-pi` compares with Node's `trim` for every scalar value.
+use crate::claude::is_js_space;
 use crate::pi::{NormalizeOptions, nfd, normalize_path, resolve_read_path, resolve_to_cwd};
 
 /// What the oracle knows of the tree a call runs in.
@@ -234,24 +237,6 @@ fn claude_glob_opens(pattern: &str, out: &mut Vec<Open>) {
             push_open(out, Open::Path(form.to_owned()));
         }
     }
-}
-
-/// JavaScript's `String.prototype.trim` set: WhiteSpace and LineTerminator.
-fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}'..='\u{d}'
-            | ' '
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-            | '\u{feff}'
-    )
 }
 
 /// The directory a glob pattern searches from each search base: its segments before the first
