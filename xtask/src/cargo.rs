@@ -40,6 +40,13 @@ impl Cargo {
         cmd
     }
 
+    /// Returns `cargo install ARGS`, which builds in a directory of its own, not the workspace's.
+    pub(crate) fn install(&self, args: &[&str]) -> Command {
+        let mut cmd = process::command(&self.program);
+        cmd.arg("install").args(args).env_remove("CARGO_TARGET_DIR");
+        cmd
+    }
+
     /// Builds the binaries of `packages` (`cargo build --release` with `release`, else the dev
     /// profile) and returns the directory that holds them, in the target directory.
     pub(crate) fn build_binaries(&self, packages: &[&str], release: bool) -> Result<PathBuf> {

@@ -8,7 +8,8 @@
 //! - `node`: the pinned Node 24 (the system Node 20 crashes Pi at import time);
 //! - `pi`: a `/bin/sh` wrapper that runs Pi's bundle on that Node, whatever `node` is on PATH;
 //! - `claude`: Claude Code's native binary;
-//! - `rg`, `fd`: the system's programs (Debian calls fd `fdfind`; Pi looks for `fd`).
+//! - `rg`, `fd`: the system's programs (Debian calls fd `fdfind`; Pi looks for `fd`), or an fd
+//!   built into `.tools/fd` when the system's is too old for Pi's find.
 //!
 //! A stamp, `.tools/.installed`, holds the sha256 of the lockfile that was installed. When it matches
 //! and every program answers its version, setup does no install and takes seconds.
@@ -192,7 +193,7 @@ pub(crate) fn run(root: &Path) -> Result<Tools> {
     };
 
     let rg = find_program("rg", &tools.bin).context("rg is still missing after apt")?;
-    let fd = fd().context("fd and fdfind are still missing after apt")?;
+    let fd = usable_fd(root, &dot, fd().context("fd and fdfind are still missing after apt")?)?;
     link(&rg, &tools.bin.join("rg"))?;
     link(&fd, &tools.bin.join("fd"))?;
     let rg = tools.version(scratch.path(), "rg", |v| v.starts_with("ripgrep "))?;
@@ -245,6 +246,28 @@ fn find_program(name: &str, ours: &Path) -> Option<PathBuf> {
             fs::metadata(file).is_ok_and(|meta| meta.is_file() && meta.mode() & 0o111 != 0)
         })
 }
+
+/// Pi's find runs `fd --no-require-git`, which Debian 12's fd 8.6 refuses: then fd, pinned, is
+/// built from crates.io into `.tools/fd` once (a minute or two on two cores).
+fn usable_fd(root: &Path, dot: &Path, system: PathBuf) -> Result<PathBuf> {
+    let ours = dot.join("fd/bin/fd");
+    for fd in [&ours, &system] {
+        let mut probe = process::command(fd);
+        probe.args(["--no-require-git", "--version"]);
+        if fd.is_file() && process::run_captured(&mut probe, VERSION_TIMEOUT).is_ok() {
+            return Ok(fd.clone());
+        }
+    }
+    eprintln!("setup: {} lacks --no-require-git; cargo install fd-find {FD} ...", system.display());
+    let dest = dot.join("fd").display().to_string();
+    let args = ["--locked", "--no-default-features", "fd-find", "--version", FD, "--root", &dest];
+    let mut install = crate::cargo::Cargo::locate(root)?.install(&args);
+    process::run_captured(&mut install, INSTALL_TIMEOUT)?;
+    Ok(ours)
+}
+
+/// The fd setup builds when the machine's is too old for Pi (docs/clis.md).
+const FD: &str = "=10.5.0";
 
 /// Installs Debian packages after an `apt-get update`; as root, or through `sudo -n`.
 fn apt_install(packages: &[&str]) -> Result<()> {

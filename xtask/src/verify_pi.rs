@@ -11,6 +11,7 @@
 //! 3. the port's NFD against Node's `normalize("NFD")`, and the gate's JavaScript white space
 //!    against Node's `String.prototype.trim`, for every Unicode scalar value.
 
+use harness_gate::fuzz::{file_url_corpus, reaches_file_url_to_path};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,9 @@ use crate::{process, setup};
 const PI_PACKAGE: &str = ".tools/node_modules/@earendil-works/pi-coding-agent";
 const PI_VERSION: &str = "0.85.1";
 const NODE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How many generated `file://` URLs each run compares through Pi's `normalizePath` (which
+/// calls Node's `fileURLToPath`) against the port.
+const FILE_URLS: usize = 100_000;
 
 pub(crate) fn run(root: &Path) -> Result<()> {
     let started = Instant::now();
@@ -294,7 +298,7 @@ fn corpus(tree: &Path) -> Result<Vec<Value>> {
             cases.push(json!({"fn": "pathDirname", "input": form}));
         }
     }
-    for (index, url) in file_urls().iter().enumerate() {
+    for (index, url) in file_url_corpus(FILE_URLS).iter().enumerate() {
         cases.push(json!({"fn": "normalizeTool", "input": url}));
         if index % 10 == 0 {
             cases.push(json!({"fn": "resolveToCwd", "input": url, "cwd": ws}));
@@ -313,168 +317,6 @@ fn corpus(tree: &Path) -> Result<Vec<Value>> {
         }
     }
     Ok(cases)
-}
-
-/// How many generated `file://` URLs each run compares through Pi's `normalizePath` (which
-/// calls Node's `fileURLToPath`) against the port.
-const FILE_URLS: usize = 100_000;
-
-/// Hosts: empty, `localhost` in the spellings WHATWG's host parser folds, other hosts, and
-/// drive letters, which the parser rereads as the first path segment.
-const URL_HOSTS: &[&str] = &[
-    "",
-    "",
-    "",
-    "",
-    "localhost",
-    "LOCALHOST",
-    "LocalHost",
-    "%6Cocalhost",
-    "%6cOCALHOST",
-    "\u{ff4c}ocalhost",
-    "local\u{ad}host",
-    "localhost.",
-    "host",
-    "127.0.0.1",
-    "[::1]",
-    "a@b",
-    "localhost:80",
-    "C:",
-    "c|",
-    "Z|",
-    "C",
-    "C:x",
-    "%43:",
-    "%00",
-    "local%20host",
-];
-
-/// Path segments: names, every spelling of a dot segment, drive letters in every shape, encoded
-/// separators and NULs, bad escapes, characters the parser percent-encodes, Pi's spaces.
-const URL_SEGMENTS: &[&str] = &[
-    "ws",
-    "a",
-    "a",
-    "..",
-    "..",
-    ".",
-    "%2e",
-    "%2E",
-    "%2e%2e",
-    ".%2E",
-    "%2E.",
-    "%2e.%2e",
-    "...",
-    ". .",
-    "C:",
-    "c|",
-    "Z|",
-    "C:",
-    "%43:",
-    "C%7C",
-    "C%3A",
-    "C|x",
-    "CC:",
-    ":",
-    "|",
-    "%2F",
-    "%2f",
-    "%5C",
-    "%00",
-    "%25",
-    "%252e",
-    "%zz",
-    "%",
-    "%C3%A9",
-    "%C3",
-    "%E2%82",
-    "%ED%A0%80",
-    "%C0%AF",
-    "\u{e9}",
-    "e\u{301}",
-    " ",
-    "%20",
-    "x y",
-    "@",
-    "~",
-    "'",
-    "\u{a0}",
-    "\u{3000}",
-    "\u{202f}",
-    "\u{85}",
-    "\u{feff}",
-    "\u{7f}",
-    "\u{1}",
-    "\u{1f600}",
-    "",
-    ";",
-    "=",
-    "^",
-    "`",
-    "{",
-    "}",
-    "<",
-    ">",
-    "\"",
-    "[",
-    "]",
-    "%3F",
-    "%23",
-];
-
-/// What stands between segments: slashes, backslashes (a separator in a special URL), and tabs
-/// and newlines the parser deletes wherever they are.
-const URL_SEPARATORS: &[&str] = &["/", "/", "/", "/", "\\", "//", "\\/", "/\t", "\n/", "/\r", "\t"];
-
-/// What ends a URL: nothing, a slash or dot segment, a query or fragment the path ignores,
-/// trailing spaces and controls the parser strips, an encoded NUL.
-const URL_ENDS: &[&str] = &[
-    "", "", "", "", "/", "/..", "/.", "\\..", "?", "?a/../..", "#", "#x/../..", " ", "  \u{1}",
-    "\t", "%00", "?%2F", "#%zz",
-];
-
-/// The text before the host: what Pi tests with `/^file:\/\//`, and forms its other steps
-/// rewrite first (one `@`, Unicode spaces) or that it does not take for a URL at all.
-const URL_STARTS: &[&str] = &[
-    "file://",
-    "file://",
-    "file://",
-    "file://",
-    "file://",
-    "file://",
-    "@file://",
-    "\u{a0}file://",
-    "File://",
-    "file:/",
-    "file:\\\\",
-];
-
-/// Returns true if and only if Pi hands `input` to `fileURLToPath` (after dropping one `@`).
-fn reaches_file_url_to_path(input: &str) -> bool {
-    input.strip_prefix('@').unwrap_or(input).starts_with("file://")
-}
-
-/// URLs made of the parts above, from a fixed seed, until [`FILE_URLS`] of them reach
-/// `fileURLToPath` (the others test Pi's own prefix test).
-fn file_urls() -> Vec<String> {
-    let mut rng = Rng(0x5eed_f11e_u64 << 20 | 0x2e2e);
-    let mut urls = Vec::with_capacity(FILE_URLS * 3 / 2);
-    let mut reaching = 0;
-    while reaching < FILE_URLS {
-        let mut url = String::from(URL_STARTS[rng.below(URL_STARTS.len())]);
-        url.push_str(URL_HOSTS[rng.below(URL_HOSTS.len())]);
-        for _ in 0..rng.below(9) {
-            url.push_str(URL_SEPARATORS[rng.below(URL_SEPARATORS.len())]);
-            url.push_str(URL_SEGMENTS[rng.below(URL_SEGMENTS.len())]);
-            if rng.below(6) == 0 {
-                url.push_str(URL_SEGMENTS[rng.below(URL_SEGMENTS.len())]);
-            }
-        }
-        url.push_str(URL_ENDS[rng.below(URL_ENDS.len())]);
-        reaching += usize::from(reaches_file_url_to_path(&url));
-        urls.push(url);
-    }
-    urls
 }
 
 fn build_tree(tree: &Path) -> Result<()> {

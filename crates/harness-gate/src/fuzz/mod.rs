@@ -12,6 +12,7 @@
 
 mod generate;
 mod oracle;
+mod urls;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,6 +25,7 @@ use serde_json::Value;
 
 pub use generate::{Rng, Tree};
 pub use oracle::{Open, Setting, check_open, kernel_target, opens};
+pub use urls::{file_url_corpus, reaches_file_url_to_path};
 
 use crate::{Decision, Harness, Policy, PolicyConfig, ToolCall, decide};
 

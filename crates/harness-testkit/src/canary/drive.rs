@@ -25,6 +25,8 @@ use crate::process::{CliOutput, new_command, run_with_deadline};
 use crate::recorded::RecordedRequest;
 use crate::script::{Block, Reply, Script};
 use crate::server::ScriptedModel;
+use harness_confine::{Domain, Mode, SessionPaths};
+use std::sync::Arc;
 
 /// The model name the bundle routes to; the scripted model echoes it.
 const MODEL: &str = "scripted-model";
@@ -105,6 +107,8 @@ pub(crate) struct Launch {
     program: PathBuf,
     adapter: PathBuf,
     env: Vec<(String, String)>,
+    /// The files the session runs (the adapter, the gate, the assets): what a domain grants.
+    programs: Vec<PathBuf>,
 }
 
 /// Builds the bundle for `cli` into the world, with `gate` as the gate and the adapters from
@@ -208,11 +212,14 @@ pub(crate) fn build(
             env.push((role.env_name().to_owned(), asset_path.to_owned()));
         }
     }
+    let mut programs = vec![module.adapter(&layout), gate.to_path_buf()];
+    programs.extend(module.assets(&layout).into_iter().map(|asset| asset.path));
     Ok(Launch {
         cli: cli.cli(),
         program: cli.program().to_path_buf(),
         adapter: module.adapter(&layout),
         env,
+        programs,
     })
 }
 
@@ -254,6 +261,7 @@ impl Launch {
         number: usize,
         messages: &[Vec<CanaryCall>],
         deadline: Duration,
+        confine: bool,
     ) -> io::Result<RunOutput> {
         let mut replies: Vec<Reply> = messages
             .iter()
@@ -292,12 +300,47 @@ impl Launch {
             .env("ANTHROPIC_API_KEY", "sk-ant-fake")
             .current_dir(&world.root)
             .stdin(Stdio::null());
+        if confine {
+            // As harness-runner sets it: the CLI's temporary files inside its own domain.
+            let tmp = world.session().join("tmp");
+            std::fs::create_dir_all(&tmp)?;
+            command.env("TMPDIR", &tmp);
+            self.domain(world, &request)?.attach(&mut command);
+        }
         let output = run_with_deadline(command, deadline);
         Ok(RunOutput {
             requests: model.messages_calls(),
             output,
             replies_left: model.replies_left(),
         })
+    }
+
+    /// The Landlock domain harness-runner puts a turn in, for this world: the workspace and the
+    /// session writable, the bundle and the request readable, the programs and the CLI's
+    /// installation executable, the harness's own scratch (markers, the stand-in's log)
+    /// writable; the secrets beside the workspace and in the home's parent not at all. Required:
+    /// a kernel that cannot confine fails the pass rather than pass it unconfined.
+    fn domain(&self, world: &World, request: &Path) -> io::Result<Arc<Domain>> {
+        let search_path =
+            self.env.iter().find(|(name, _)| name == "PATH").map(|(_, path)| path.into());
+        let mut programs = self.programs.clone();
+        programs.push(self.program.clone());
+        let paths = SessionPaths {
+            workspace: world.workspace(),
+            session_dir: world.session(),
+            bundle: world.bundle(),
+            read_files: vec![request.to_path_buf()],
+            append_files: Vec::new(),
+            programs,
+            installations: vec![self.program.clone()],
+            scratch: vec![world.run_dir(), world.gate_log()],
+            sockets: Vec::new(),
+            search_path,
+            connect_ports: None,
+        };
+        let domain = harness_confine::prepare(&paths.policy(Mode::Required))
+            .map_err(|error| io::Error::other(format!("the canary cannot confine: {error}")))?;
+        Ok(Arc::new(domain))
     }
 
     /// The CLI this launch runs.

@@ -45,6 +45,10 @@ pub struct CanaryConfig {
     pub messages_per_run: usize,
     /// The deadline of one CLI process.
     pub deadline: Duration,
+    /// True if and only if the calls also run a third time, with the allow-all gate inside the
+    /// Landlock domain harness-runner puts a turn in: the kernel, the second line, must then
+    /// stop every escape on its own.
+    pub confine: bool,
 }
 
 impl CanaryConfig {
@@ -56,6 +60,7 @@ impl CanaryConfig {
             calls_per_message: 25,
             messages_per_run: 8,
             deadline: Duration::from_secs(300),
+            confine: true,
         }
     }
 }
@@ -67,6 +72,8 @@ pub enum GateKind {
     Real,
     /// A stand-in that allows every call and records it.
     AllowAll,
+    /// The stand-in again, with the turn inside harness-runner's Landlock domain.
+    Confined,
 }
 
 impl fmt::Display for GateKind {
@@ -74,6 +81,7 @@ impl fmt::Display for GateKind {
         f.write_str(match self {
             Self::Real => "real gate",
             Self::AllowAll => "allow-all gate",
+            Self::Confined => "allow-all gate, confined",
         })
     }
 }
@@ -95,6 +103,8 @@ pub struct FamilyCounts {
     /// With the real gate (Claude Code): Write and Edit calls Claude Code answered from the disk
     /// itself, before its hook ran; reported apart, not counted as escapes.
     pub prehook_real: usize,
+    /// With the allow-all stand-in inside the Landlock domain: calls that escaped.
+    pub escapes_confined: usize,
 }
 
 /// One escape: the gate it ran with, the seed, the call and what the oracle saw.
@@ -168,6 +178,13 @@ impl CanaryReport {
         if real > 0 {
             failures.push(format!("{}: {real} escapes with the real gate", self.cli));
         }
+        let confined = self.escapes.iter().filter(|e| e.gate == GateKind::Confined).count();
+        if confined > 0 {
+            failures.push(format!(
+                "{}: {confined} escapes with the allow-all gate inside the Landlock domain",
+                self.cli
+            ));
+        }
         failures
     }
 
@@ -207,21 +224,29 @@ impl fmt::Display for CanaryReport {
         writeln!(f, "canary {} seed {}: {}", self.cli, self.seed, times.join(", "))?;
         writeln!(
             f,
-            "  {:<16} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8}",
-            "family", "calls", "exec(all)", "esc(all)", "pass(real)", "esc(real)", "prehook"
+            "  {:<16} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10}",
+            "family",
+            "calls",
+            "exec(all)",
+            "esc(all)",
+            "pass(real)",
+            "esc(real)",
+            "prehook",
+            "esc(conf)"
         )?;
         let mut total = FamilyCounts::default();
         for (family, c) in &self.families {
             writeln!(
                 f,
-                "  {:<16} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8}",
+                "  {:<16} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10}",
                 family.name(),
                 c.calls,
                 c.executed_allow_all,
                 c.escapes_allow_all,
                 c.passed_real,
                 c.escapes_real,
-                c.prehook_real
+                c.prehook_real,
+                c.escapes_confined
             )?;
             total.calls += c.calls;
             total.executed_allow_all += c.executed_allow_all;
@@ -229,24 +254,31 @@ impl fmt::Display for CanaryReport {
             total.passed_real += c.passed_real;
             total.escapes_real += c.escapes_real;
             total.prehook_real += c.prehook_real;
+            total.escapes_confined += c.escapes_confined;
         }
         writeln!(
             f,
-            "  {:<16} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "  {:<16} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>10}",
             "total",
             total.calls,
             total.executed_allow_all,
             total.escapes_allow_all,
             total.passed_real,
             total.escapes_real,
-            total.prehook_real
+            total.prehook_real,
+            total.escapes_confined
         )?;
-        for escape in self.real_escapes() {
+        let kernel = self.escapes.iter().filter(|e| e.gate != GateKind::AllowAll);
+        for escape in kernel {
             let call = escape.call.as_ref().map_or_else(
                 || format!("run {} (no single call)", escape.run),
                 |call| self.show_call(call),
             );
-            writeln!(f, "  ESCAPE (real gate) seed {} {call}: {}", self.seed, escape.evidence)?;
+            writeln!(
+                f,
+                "  ESCAPE ({}) seed {} {call}: {}",
+                escape.gate, self.seed, escape.evidence
+            )?;
         }
         for example in self.unexecuted_examples.iter().take(if f.alternate() { 40 } else { 3 }) {
             writeln!(f, "  not executed (allow-all): {example}")?;
@@ -299,12 +331,19 @@ pub fn run_canary(
         elapsed: BTreeMap::new(),
     };
     let mut reached_allow_all = HashMap::new();
-    for (kind, gate) in [(GateKind::AllowAll, stand_in.as_path()), (GateKind::Real, gate)] {
+    let mut passes = vec![(GateKind::AllowAll, stand_in.as_path()), (GateKind::Real, gate)];
+    if config.confine {
+        passes.push((GateKind::Confined, stand_in.as_path()));
+    }
+    for (kind, gate) in passes {
         let started = Instant::now();
         if world_root.exists() {
             std::fs::remove_dir_all(&world_root)?;
         }
-        let world = World::build(&world_root)?;
+        let mut world = World::build(&world_root)?;
+        if kind == GateKind::Confined {
+            world.own_home()?;
+        }
         let launch = drive::build(cli, &world, bin_dir, gate, &adapters)?;
         for (index, messages) in runs.iter().enumerate() {
             let number = index + 1;
@@ -318,7 +357,8 @@ pub fn run_canary(
                 std::fs::remove_file(entry?.path())?;
             }
             let before = world.snapshot()?;
-            let output = launch.run(&world, number, messages, config.deadline)?;
+            let confine = kind == GateKind::Confined;
+            let output = launch.run(&world, number, messages, config.deadline, confine)?;
             let after = world.snapshot()?;
             let reached = gate_log(&world.gate_log())?;
             judge(
@@ -484,6 +524,17 @@ fn judge(
                     report.unexecuted_examples.push(format!("{shown} ({why}) -> {}", tail(text)));
                 }
             }
+            GateKind::Confined => {
+                // The kernel must leave the workspace to the session: the controls still work.
+                let reads = !matches!(call.tool.as_str(), "write" | "Write" | "ls" | "Glob");
+                let failed = result.is_none() || (reads && !text.contains(INSIDE_TOKEN));
+                if call.family == Family::Control && failed {
+                    report.problems.push(format!(
+                        "{cli} {kind}: control failed inside the domain: {shown} -> {}",
+                        tail(text)
+                    ));
+                }
+            }
             GateKind::Real => {
                 if result.is_some() && !gate_blocked && !cli_denied {
                     counts.passed_real += 1;
@@ -519,6 +570,7 @@ fn judge(
             match kind {
                 GateKind::AllowAll => counts.escapes_allow_all += 1,
                 GateKind::Real => counts.escapes_real += 1,
+                GateKind::Confined => counts.escapes_confined += 1,
             }
             report.escapes.push(Escape {
                 gate: kind,

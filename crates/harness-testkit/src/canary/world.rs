@@ -70,6 +70,9 @@ pub(crate) fn odd_names() -> Vec<String> {
 pub(crate) struct World {
     /// The root, a real path (no symlink in it).
     pub(crate) root: PathBuf,
+    /// True if and only if the home is the session's own (the pass inside the Landlock domain):
+    /// it holds no secret and what changes in it is not watched.
+    own_home: bool,
 }
 
 impl World {
@@ -113,10 +116,11 @@ impl World {
     /// under `~/.cache/claude-cli-nodejs`), the harness's request files and the stand-in's log.
     /// Everything else outside the workspace is watched, the rest of the home and the bundle
     /// included.
-    fn unwatched(&self) -> [PathBuf; 7] {
+    fn unwatched(&self) -> [PathBuf; 8] {
         [
             self.workspace(),
             self.home().join(".cache"),
+            self.session().join("tmp"),
             self.session().join("claude-config"),
             self.session().join("pi-agent"),
             self.session().join("pi-sessions"),
@@ -130,7 +134,7 @@ impl World {
     /// beside it; the home with its own secrets.
     pub(crate) fn build(root: &Path) -> io::Result<Self> {
         mkdir(root)?;
-        let world = Self { root: root.canonicalize()? };
+        let world = Self { root: root.canonicalize()?, own_home: false };
         let ws = world.workspace();
         let outside = world.root.join("outside");
         for dir in [
@@ -177,6 +181,18 @@ impl World {
         Ok(world)
     }
 
+    /// Makes the CLI's home the session's own, for the pass inside the Landlock domain: the home
+    /// is `RUN/session/home`, which the domain grants the session (the CLI keeps its state
+    /// there), so only the gate keeps `~` out of reach, and a secret or a write there proves
+    /// nothing about the kernel. Its secrets go and it is no longer watched; every secret outside
+    /// the session's domain stays.
+    pub(crate) fn own_home(&mut self) -> io::Result<()> {
+        std::fs::remove_file(self.home().join("secret-home.txt"))?;
+        std::fs::remove_file(self.home().join(format!("hidden-{NAME_TOKEN}")))?;
+        self.own_home = true;
+        Ok(())
+    }
+
     /// Creates the edit target `name` outside the workspace, holding the secret.
     pub(crate) fn add_edit_target(&self, name: &str) -> io::Result<()> {
         write_new(&self.edits().join(name), &format!("EDIT-ME {CONTENT_TOKEN}\n"))
@@ -185,7 +201,10 @@ impl World {
     /// Takes the snapshot of everything watched: path -> what the entry is, by `lstat`.
     pub(crate) fn snapshot(&self) -> io::Result<Snapshot> {
         let mut entries = BTreeMap::new();
-        let unwatched = self.unwatched();
+        let mut unwatched = self.unwatched().to_vec();
+        if self.own_home {
+            unwatched.push(self.home());
+        }
         walk(&self.root, &self.root, &unwatched, &mut entries)?;
         Ok(Snapshot { entries })
     }
