@@ -9,6 +9,9 @@
 //! build (what `cargo xtask dist` would install): every file `InstallLayout::files()` names,
 //! binaries hard-linked from the target directory (a copy where a link cannot be made), assets
 //! copied from the crates' sources.
+//! The host's own run directory goes under the system's temporary directory, not the target
+//! directory, so that `RUN/tools.sock` stays within a Unix socket path's 108 bytes wherever the
+//! checkout is.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,7 +71,6 @@ fn example_host(cli: Cli) {
         .arg(HOST_TIMEOUT_SECS.to_string())
         .env_clear()
         .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", tools_bin_dir().display()))
-        .env("TMPDIR", dir.path())
         .stdin(std::process::Stdio::null());
     let output = run_with_deadline(command, DEADLINE)
         .unwrap_or_else(|error| panic!("the example host with {cli} did not finish: {error}"));
