@@ -1,5 +1,6 @@
 mod confine;
 mod confined_clis;
+mod example_host;
 mod exits;
 mod faults;
 mod fixture;
