@@ -23,6 +23,7 @@ mod bins;
 mod broker;
 mod canary;
 mod clis;
+mod fixture;
 mod gate_scenario;
 mod host;
 mod process;
@@ -42,6 +43,7 @@ pub use canary::{
 pub use clis::{
     Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, require_node, tools_bin_dir, workspace_root,
 };
+pub use fixture::{RoleFixture, SCRIPTED_PROVIDER};
 pub use gate_scenario::{
     FINAL_TEXT, GateScenario, INSIDE_TEXT, OutsideRead, SECRET_TEXT, ScenarioStep,
 };

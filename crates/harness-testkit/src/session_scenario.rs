@@ -7,13 +7,14 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use harness_adapters::{InstallLayout, module};
-use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
-use harness_tools::{LaunchModel, ResolvedInstance};
+use harness_adapters::InstallLayout;
+use harness_bundle::{BundleRequest, SessionInfo, build_bundle};
+use harness_contract::Harness;
 use serde_json::{Value, json};
 
 use crate::broker::{BrokerAnswer, ScriptedBroker};
 use crate::clis::{Cli, CliPaths, tools_bin_dir, workspace_root};
+use crate::fixture::RoleFixture;
 use crate::process::new_command;
 use crate::script::{Reply, Script};
 use crate::server::ScriptedModel;
@@ -129,18 +130,6 @@ impl SessionScenario {
         let run = root.join("run");
         std::fs::create_dir_all(&run)?;
 
-        let fixtures = workspace_root().join("fixtures");
-        let text = std::fs::read_to_string(fixtures.join("resolved/pm.json"))?;
-        let mut resolved: ResolvedInstance =
-            serde_json::from_str(&text).map_err(io::Error::other)?;
-        let (harness, thinking) = match cli.cli() {
-            Cli::Claude => ("claude-code", "low"),
-            Cli::Pi => ("pi", "off"),
-        };
-        resolved.vars = [("harness", harness), ("model", "scripted"), ("thinking", thinking)]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
         let (base_url, api_key, model_id) = match &options.endpoint {
             Some(endpoint) => {
                 (endpoint.base_url.clone(), endpoint.api_key.clone(), endpoint.model.clone())
@@ -149,12 +138,12 @@ impl SessionScenario {
                 (model.base_url().to_owned(), "sk-ant-fake".to_owned(), "scripted-model".to_owned())
             }
         };
-        resolved.launch.models = [(
-            "scripted".to_owned(),
-            LaunchModel { provider: "scripted".to_owned(), model: model_id.clone() },
-        )]
-        .into_iter()
-        .collect();
+        let harness = match cli.cli() {
+            Cli::Claude => Harness::ClaudeCode,
+            Cli::Pi => Harness::Pi,
+        };
+        let mut fixture = RoleFixture::load("pm", harness, &model_id)?;
+        let resolved = &mut fixture.resolved;
         if let Some(limits) = options.limits {
             resolved.limits.tools = limits;
         }
@@ -162,29 +151,13 @@ impl SessionScenario {
         resolved.skills.clear();
         resolved.projects = options.projects.clone();
         resolved.actions.within_role.extend(options.actions.iter().cloned());
-        let module = module(harness).ok_or_else(|| io::Error::other("no harness module"))?;
         let built = build_bundle(&BundleRequest {
-            dir: run.join("bundle"),
-            resolved: &resolved,
-            contract: std::fs::read_to_string(fixtures.join("bundle/contracts/pm.md"))?,
-            arbiter: Default::default(),
-            tracker: resolved.tracker.clone(),
-            credentials: Vec::new(),
             session: SessionInfo {
                 run: "run-demo-1".to_owned(),
                 launched_by: "the demo host".to_owned(),
                 workspace: workspace.clone(),
             },
-            harness: module,
-            route: Route::Primary,
-            route_reason: "the primary route is healthy".to_owned(),
-            harness_version: module.version().to_owned(),
-            cli_version: module.cli_version().to_owned(),
-            models: resolved.launch.models.clone(),
-            land: None,
-            skills_dir: fixtures.join("bundle/skills-enabled"),
-            install: options.layout,
-            network: "host".to_owned(),
+            ..fixture.request(run.join("bundle"), workspace.clone(), options.layout)
         })
         .map_err(io::Error::other)?;
 

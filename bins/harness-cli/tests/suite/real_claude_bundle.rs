@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use harness_adapters::{InstallLayout, module};
-use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
+use harness_adapters::InstallLayout;
+use harness_bundle::build_bundle;
 use harness_testkit::{
-    Cli, CliSandbox, Reply, Script, ScriptedModel, require_cli, run_with_deadline,
+    Cli, CliSandbox, Reply, RoleFixture, Script, ScriptedModel, require_cli, run_with_deadline,
     workspace_binary, workspace_root,
 };
 use serde_json::json;
@@ -29,36 +29,14 @@ fn the_claude_code_bundle_blocks_an_outside_read_and_lists_the_typed_tools() {
     std::fs::write(&secret, SECRET).unwrap();
 
     let root = workspace_root();
-    let resolved: harness_tools::ResolvedInstance = serde_json::from_str(
-        &std::fs::read_to_string(root.join("fixtures/resolved/pm.json")).unwrap(),
-    )
-    .unwrap();
-    let bundle_dir = sandbox.root().join("bundle");
-    let bundle = build_bundle(&BundleRequest {
-        dir: bundle_dir,
-        resolved: &resolved,
-        contract: std::fs::read_to_string(root.join("fixtures/bundle/contracts/pm.md")).unwrap(),
-        arbiter: Default::default(),
-        tracker: resolved.tracker.clone(),
-        credentials: Vec::new(),
-        session: SessionInfo {
-            run: "run-1".into(),
-            launched_by: "test".into(),
-            workspace: work.clone(),
-        },
-        harness: module("claude-code").unwrap(),
-        route: Route::Primary,
-        route_reason: "test".into(),
-        harness_version: "claude-code 2.1.296".into(),
-        cli_version: "2.1.296 (Claude Code)".into(),
-        models: resolved.launch.models.clone(),
-        land: None,
-        skills_dir: root.join("fixtures/bundle/skills-enabled"),
-        install: InstallLayout::from_checkout(&root, &bin_dir),
-        network: "host".into(),
-    })
-    .unwrap()
-    .dir;
+    // The pm fixture routes to Claude Code on its own.
+    let fixture = RoleFixture::as_is("pm").unwrap();
+    assert_eq!(fixture.harness.name(), "claude-code");
+    let install = InstallLayout::from_checkout(&root, &bin_dir);
+    let bundle =
+        build_bundle(&fixture.request(sandbox.root().join("bundle"), work.clone(), install))
+            .unwrap()
+            .dir;
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
     let typed: Vec<String> = manifest["typedTools"]

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use harness_adapters::{InstallLayout, module};
-use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
-use harness_testkit::{BrokerAnswer, ScriptedBroker, workspace_root};
+use harness_adapters::InstallLayout;
+use harness_bundle::{BundleRequest, build_bundle};
+use harness_testkit::{BrokerAnswer, RoleFixture, ScriptedBroker};
 use serde_json::{Value, json};
 
 /// The capability the tests hand the runner; it must never show up anywhere.
@@ -115,36 +115,16 @@ impl Fixture {
         std::fs::create_dir_all(&workspace).unwrap();
         let run = root.join("run");
         std::fs::create_dir_all(&run).unwrap();
-        let mut resolved: harness_tools::ResolvedInstance = serde_json::from_str(
-            &std::fs::read_to_string(workspace_root().join("fixtures/resolved/assistant.json"))
-                .unwrap(),
-        )
-        .unwrap();
-        edit_resolved(&mut resolved);
+        let mut fixture = RoleFixture::as_is("assistant").unwrap();
+        edit_resolved(&mut fixture.resolved);
         std::fs::create_dir_all(root.join("skills")).unwrap();
         let cli = fake_cli(&root.join("prefix/bin/fake-cli"));
         let built = build_bundle(&BundleRequest {
-            dir: run.join("bundle"),
-            resolved: &resolved,
             contract: "# Role contract: assistant\n".to_owned(),
-            arbiter: Default::default(),
             tracker: None,
-            credentials: Vec::new(),
-            session: SessionInfo {
-                run: "run-1".into(),
-                launched_by: "test".into(),
-                workspace: workspace.clone(),
-            },
-            harness: module("pi").unwrap(),
-            route: Route::Primary,
-            route_reason: "test".into(),
-            harness_version: "test".into(),
             cli_version: FAKE_CLI_VERSION.into(),
-            models: resolved.launch.models.clone(),
-            land: None,
             skills_dir: root.join("skills"),
-            install: layout,
-            network: "host".into(),
+            ..fixture.request(run.join("bundle"), workspace.clone(), layout)
         })
         .unwrap();
         let broker = ScriptedBroker::start().unwrap();

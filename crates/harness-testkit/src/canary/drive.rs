@@ -11,22 +11,23 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
-use harness_adapters::{InstallLayout, module};
-use harness_bundle::{BundleRequest, Route, SessionInfo, build_bundle};
-use harness_tools::{LaunchModel, ResolvedInstance};
+use harness_adapters::InstallLayout;
+use harness_bundle::build_bundle;
+use harness_confine::{Domain, Mode, SessionPaths};
+use harness_contract::Harness;
 use serde_json::{Value, json};
 
 use super::generate::CanaryCall;
 use super::world::World;
 use crate::clis::{Cli, CliPaths, tools_bin_dir, workspace_root};
+use crate::fixture::RoleFixture;
 use crate::process::{CliOutput, new_command, run_with_deadline};
 use crate::recorded::RecordedRequest;
 use crate::script::{Block, Reply, Script};
 use crate::server::ScriptedModel;
-use harness_confine::{Domain, Mode, SessionPaths};
-use std::sync::Arc;
 
 /// The model name the bundle routes to; the scripted model echoes it.
 const MODEL: &str = "scripted-model";
@@ -120,54 +121,20 @@ pub(crate) fn build(
     gate: &Path,
     adapters: &Path,
 ) -> io::Result<Launch> {
-    let fixtures = workspace_root().join("fixtures");
-    let text = std::fs::read_to_string(fixtures.join("resolved/pm.json"))?;
-    let mut resolved: ResolvedInstance = serde_json::from_str(&text).map_err(io::Error::other)?;
-    let (harness, thinking) = match cli.cli() {
-        Cli::Claude => ("claude-code", "low"),
-        Cli::Pi => ("pi", "off"),
+    let harness = match cli.cli() {
+        Cli::Claude => Harness::ClaudeCode,
+        Cli::Pi => Harness::Pi,
     };
-    resolved.vars = [("harness", harness), ("model", "scripted"), ("thinking", thinking)]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    resolved.launch.models = [(
-        "scripted".to_owned(),
-        LaunchModel { provider: "scripted".to_owned(), model: MODEL.to_owned() },
-    )]
-    .into_iter()
-    .collect();
-    resolved.services.clear();
-    resolved.skills.clear();
-    resolved.projects.clear();
-    let module = module(harness).ok_or_else(|| io::Error::other("no harness module"))?;
+    let mut fixture = RoleFixture::load("pm", harness, MODEL)?;
+    fixture.resolved.services.clear();
+    fixture.resolved.skills.clear();
+    fixture.resolved.projects.clear();
+    let module = fixture.harness;
     let mut layout = InstallLayout::from_checkout(&workspace_root(), bin_dir);
     layout.gate = gate.to_path_buf();
     layout.adapters = adapters.to_path_buf();
-    build_bundle(&BundleRequest {
-        dir: world.bundle(),
-        resolved: &resolved,
-        contract: std::fs::read_to_string(fixtures.join("bundle/contracts/pm.md"))?,
-        arbiter: Default::default(),
-        tracker: resolved.tracker.clone(),
-        credentials: Vec::new(),
-        session: SessionInfo {
-            run: "run-canary-1".to_owned(),
-            launched_by: "the canary".to_owned(),
-            workspace: world.workspace(),
-        },
-        harness: module,
-        route: Route::Primary,
-        route_reason: "the primary route is healthy".to_owned(),
-        harness_version: module.version().to_owned(),
-        models: resolved.launch.models.clone(),
-        land: None,
-        cli_version: module.cli_version().to_owned(),
-        skills_dir: fixtures.join("bundle/skills-enabled"),
-        install: layout.clone(),
-        network: "host".to_owned(),
-    })
-    .map_err(io::Error::other)?;
+    build_bundle(&fixture.request(world.bundle(), world.workspace(), layout.clone()))
+        .map_err(io::Error::other)?;
 
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(world.bundle().join("manifest.json"))?)
