@@ -1,4 +1,5 @@
-//! `harness bundle build --request FILE --out DIR` and `harness bundle verify DIR [--digest D]`.
+//! `harness bundle build --request FILE --out DIR` and `harness bundle verify DIR [--digest D]`,
+//! parsed in `main.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -6,30 +7,13 @@ use harness_bundle::{build_bundle, load_request, verify_bundle};
 
 use crate::Failure;
 
-pub(crate) fn run(args: &[&str]) -> Result<(), Failure> {
-    match args {
-        ["build", "--request", request, "--out", out]
-        | ["build", "--out", out, "--request", request] => {
-            build(Path::new(request), Path::new(out))
-        }
-        ["verify", dir] => verify(Path::new(dir), None),
-        ["verify", dir, "--digest", digest] | ["verify", "--digest", digest, dir] => {
-            verify(Path::new(dir), Some(digest))
-        }
-        _ => Err(Failure::Usage(
-            "usage: harness bundle build --request FILE --out DIR | harness bundle verify DIR [--digest SHA256]"
-                .to_owned(),
-        )),
-    }
-}
-
 /// The prefix this binary is installed under (`PREFIX/bin/harness`), the default install layout.
 fn own_prefix() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     Some(exe.parent()?.parent()?.to_path_buf())
 }
 
-fn build(request: &Path, out: &Path) -> Result<(), Failure> {
+pub(crate) fn build(request: &Path, out: &Path) -> Result<(), Failure> {
     let failed = |error: harness_bundle::BundleError| Failure::Failed(error.to_string());
     let loaded = load_request(request, own_prefix().as_deref()).map_err(failed)?;
     let built = build_bundle(&loaded.request(out.to_path_buf())).map_err(failed)?;
@@ -38,7 +22,7 @@ fn build(request: &Path, out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn verify(dir: &Path, digest: Option<&str>) -> Result<(), Failure> {
+pub(crate) fn verify(dir: &Path, digest: Option<&str>) -> Result<(), Failure> {
     let report = verify_bundle(dir, digest).map_err(|error| Failure::Failed(error.to_string()))?;
     if report.mismatches.is_empty() {
         let sealed = match digest {

@@ -2,64 +2,126 @@
 //!
 //! `harness unslop counts LOG` prints what a finished session's unslop log says, as JSON.
 //! `harness bundle build --request FILE --out DIR` builds a launch bundle and prints its digest;
-//! `harness bundle verify DIR [--digest D]` checks one against its manifest and digest. Each top-level word is one module with one `run(args)`.
+//! `harness bundle verify DIR [--digest D]` checks one against its manifest and digest. Each
+//! top-level word is one module with one `run`; the command line is parsed by `clap`, so every
+//! command answers `--help` and the binary `--version`.
 //! Exit 0 on success, 1 when the command fails, 2 on a usage error.
 
 mod bundle;
 mod unslop;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: harness <command> ...
+use clap::{CommandFactory as _, Parser, Subcommand};
 
-commands:
-  bundle build --request FILE --out DIR
-                      build a launch bundle from a JSON request (docs/bundle.md); prints
-                      the bundle's digest (the sha256 of its manifest.json)
-  bundle verify DIR [--digest SHA256]
-                      recompute every digest and mode of a bundle against its manifest, and
-                      the manifest against the digest given; names each mismatch and exits 1
-                      if there is one
-  unslop counts LOG   what an unslop log says: replies checked and flagged, findings per
-                      pattern id, notices, the first reason the check broke (JSON on stdout)";
+/// Every help page's layout: what it does, then the usage line.
+const TEMPLATE: &str = "{about}\n\nusage: {usage}\n\n{all-args}{after-help}";
+
+const EXIT_STATUS: &str = "\
+exit status: 0 on success, 1 when the command ran and failed (the reason on stderr), 2 on a
+usage error.";
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "harness",
+    version,
+    about = "harness: the operator's command. Builds and verifies launch bundles (docs/bundle.md) \
+             and reads unslop logs.",
+    help_template = TEMPLATE,
+    after_help = EXIT_STATUS
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build a launch bundle, or verify one against its manifest.
+    #[command(subcommand, help_template = TEMPLATE, after_help = EXIT_STATUS)]
+    Bundle(BundleCommand),
+    /// Read what a session's unslop log says.
+    #[command(subcommand, help_template = TEMPLATE, after_help = EXIT_STATUS)]
+    Unslop(UnslopCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BundleCommand {
+    /// Build a launch bundle from a JSON request (docs/bundle.md) and print the bundle's digest,
+    /// the sha256 of its manifest.json, alone on stdout: the host puts it in run.json's
+    /// bundleDigest.
+    #[command(help_template = TEMPLATE, after_help = EXIT_STATUS)]
+    Build {
+        /// The bundle request, a JSON file (docs/bundle.md).
+        #[arg(long, value_name = "FILE")]
+        request: PathBuf,
+        /// Where the bundle goes: a directory that does not exist yet.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Recompute every digest and mode of a bundle against its manifest, and the manifest
+    /// against the digest given; name each mismatch on stdout and exit 1 if there is one.
+    #[command(help_template = TEMPLATE, after_help = EXIT_STATUS)]
+    Verify {
+        /// The bundle's directory.
+        dir: PathBuf,
+        /// The digest the bundle must have (run.json's bundleDigest); without it,
+        /// manifest.json's own fields are unchecked.
+        #[arg(long, value_name = "SHA256")]
+        digest: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum UnslopCommand {
+    /// What an unslop log says: replies checked and flagged, findings per pattern id, notices,
+    /// the first reason the check broke (JSON on stdout).
+    #[command(help_template = TEMPLATE, after_help = EXIT_STATUS)]
+    Counts {
+        /// The session's unslop log (RUN/unslop.jsonl).
+        log: PathBuf,
+    },
+}
 
 /// How a command failed.
 #[derive(Debug)]
 enum Failure {
-    /// The command line is wrong; the text says how.
-    Usage(String),
     /// The command ran and failed; the text says why.
     Failed(String),
 }
 
 fn main() -> ExitCode {
-    // `args_os`: `std::env::args` panics on an argument that is not UTF-8.
+    // `args_os`: an argument that is not UTF-8 is named, where clap would only say that one is.
     let args: Result<Vec<String>, _> =
-        std::env::args_os().skip(1).map(std::ffi::OsString::into_string).collect();
+        std::env::args_os().map(std::ffi::OsString::into_string).collect();
     let args = match args {
         Ok(args) => args,
         Err(arg) => {
-            eprintln!("harness: the argument {arg:?} is not UTF-8\n\n{USAGE}");
+            eprintln!(
+                "harness: the argument {arg:?} is not UTF-8\n\n{}",
+                Cli::command().render_usage()
+            );
             return ExitCode::from(2);
         }
     };
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let result = match args.as_slice() {
-        [] | ["help" | "-h" | "--help"] => {
-            println!("{USAGE}");
-            Ok(())
+    if args.len() <= 1 {
+        // `harness` alone is a question: the help, exit 0.
+        println!("{}", Cli::command().render_help());
+        return ExitCode::SUCCESS;
+    }
+    // Help and version exit 0 on stdout; a usage error exits 2 on stderr.
+    let cli = Cli::try_parse_from(args).unwrap_or_else(|error| error.exit());
+    let result = match cli.command {
+        Command::Bundle(BundleCommand::Build { request, out }) => bundle::build(&request, &out),
+        Command::Bundle(BundleCommand::Verify { dir, digest }) => {
+            bundle::verify(&dir, digest.as_deref())
         }
-        ["unslop", rest @ ..] => unslop::run(rest),
-        ["bundle", rest @ ..] => bundle::run(rest),
-        _ => Err(Failure::Usage(format!("unknown command line `{}`", args.join(" ")))),
+        Command::Unslop(UnslopCommand::Counts { log }) => unslop::counts(&log),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(text)) => {
-            eprintln!("harness: {text}\n\n{USAGE}");
-            ExitCode::from(2)
-        }
         Err(Failure::Failed(text)) => {
             eprintln!("harness: error: {text}");
             ExitCode::from(1)

@@ -4,19 +4,14 @@ use std::path::Path;
 
 use crate::Failure;
 
-/// Runs `harness unslop ARGS`.
-pub(crate) fn run(args: &[&str]) -> Result<(), Failure> {
-    match args {
-        ["counts", log] => {
-            let counts = harness_unslop::unslop_counts(Path::new(log))
-                .map_err(|error| Failure::Failed(chain(&error)))?;
-            let text = serde_json::to_string_pretty(&counts)
-                .map_err(|error| Failure::Failed(error.to_string()))?;
-            println!("{text}");
-            Ok(())
-        }
-        _ => Err(Failure::Usage(format!("unknown command line `unslop {}`", args.join(" ")))),
-    }
+/// `harness unslop counts LOG`: the counts as pretty JSON on stdout.
+pub(crate) fn counts(log: &Path) -> Result<(), Failure> {
+    let counts =
+        harness_unslop::unslop_counts(log).map_err(|error| Failure::Failed(chain(&error)))?;
+    let text = serde_json::to_string_pretty(&counts)
+        .map_err(|error| Failure::Failed(error.to_string()))?;
+    println!("{text}");
+    Ok(())
 }
 
 fn chain(error: &dyn std::error::Error) -> String {

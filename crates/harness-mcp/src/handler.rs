@@ -102,6 +102,7 @@ impl ServerHandler for MosaicServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map_or(Value::Null, Value::Object);
+        let started = std::time::Instant::now();
         let answer = socket_client::call(
             &self.config.tool_socket,
             &request.name,
@@ -109,6 +110,16 @@ impl ServerHandler for MosaicServer {
             self.config.call_timeout,
         )
         .await;
+        // The tool's name and the outcome only, never the arguments or the reply's text. The
+        // name is the model's choice: one tools.json does not list is logged by its length.
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let outcome = if answer.is_error { "error" } else { "ok" };
+        if self.tools.iter().any(|tool| tool.name == request.name) {
+            tracing::info!(tool = %request.name, outcome, duration_ms, "tool call");
+        } else {
+            let name_bytes = request.name.len();
+            tracing::warn!(name_bytes, outcome, duration_ms, "tool call to a tool not listed");
+        }
         let content = vec![ContentBlock::text(answer.text)];
         let result = if answer.is_error {
             CallToolResult::error(content)
@@ -122,12 +133,23 @@ impl ServerHandler for MosaicServer {
 /// Serves `config` on stdin and stdout until stdin closes.
 pub fn serve(config: McpConfig) -> Result<(), McpError> {
     let server = MosaicServer::new(config)?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        tools_json = %server.config.tools_json.display(),
+        tool_socket = %server.config.tool_socket.display(),
+        tools = server.tools.len(),
+        "harness-mcp serving on stdio"
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
         .map_err(McpError::Runtime)?;
-    runtime.block_on(serve_on(server, tokio::io::stdin(), tokio::io::stdout()))
+    let result = runtime.block_on(serve_on(server, tokio::io::stdin(), tokio::io::stdout()));
+    if result.is_ok() {
+        tracing::info!("stdin closed; harness-mcp exits");
+    }
+    result
 }
 
 /// Serves `server` on `reader` and `writer` until the reader ends.

@@ -65,7 +65,7 @@ where
             let available = match self.reader.fill_buf().await {
                 Ok(available) => available,
                 Err(error) => {
-                    eprintln!("harness-mcp: reading stdin failed: {error}");
+                    tracing::error!("reading stdin failed: {error}");
                     return None;
                 }
             };

@@ -81,15 +81,12 @@ pub(crate) fn turn_domain(
     // there (by a session that ran unconfined before) never opens its target to the session.
     let log = run.dir.join("unslop.jsonl");
     if !std::fs::symlink_metadata(&log).is_ok_and(|meta| meta.file_type().is_file()) {
-        eprintln!(
-            "harness-runner: {} is not a plain file; the session may not write it",
-            log.display()
-        );
+        tracing::warn!("{} is not a plain file; the session may not write it", log.display());
         paths.append_files.clear();
     }
     let domain = harness_confine::prepare(&paths.policy(run.file.confine))
         .map_err(|error| RunError::invalid(&run.dir, error.to_string()))?;
-    eprintln!("harness-runner: turn {number} confinement: {}", domain.report());
+    tracing::info!(turn = number, "turn {number} confinement: {}", domain.report());
     Ok(Confined(Arc::new(domain)))
 }
 

@@ -102,6 +102,17 @@ pub fn run<R: std::io::BufRead + Send + 'static>(
         }
     };
     let run = load_run(&config.run_dir)?;
+    tracing::info!(
+        run_dir = %run.dir.display(),
+        run = %run.manifest.run,
+        bundle_digest = %run.file.bundle_digest,
+        cli = %run.file.cli.display(),
+        cli_version = %run.seal.cli_version().trim(),
+        runner_version = env!("CARGO_PKG_VERSION"),
+        confine = run.file.confine.as_str(),
+        landlock_abi = harness_confine::kernel_abi(),
+        "runner started"
+    );
     // Before anything is written in the run directory or claimed: one runner per run directory.
     let _lock = crate::lock::lock_run_dir(&run.dir)?;
     let policy_path = run.bundle.join("policy.json");
@@ -385,9 +396,11 @@ impl<'a> Session<'a> {
                 }
                 Call::Done(Ok(_)) => {
                     self.claimed = true;
+                    tracing::info!(run = %self.run.manifest.run, attempt, "role claimed");
                     return Ok(true);
                 }
                 Call::Done(Err(BrokerError::Refused { code, .. })) => {
+                    tracing::warn!(code = %code, "role.claim refused ({code})");
                     return Err(RunError::ClaimRefused { code });
                 }
                 Call::Done(Err(error)) if attempt == tries => {
@@ -401,7 +414,7 @@ impl<'a> Session<'a> {
                 Call::Done(Err(error)) => {
                     // Sent and unanswered (not refused at connect): it may have been taken.
                     self.claimed |= !matches!(error, BrokerError::Unreachable { .. });
-                    eprintln!("harness-runner: role.claim got no answer (try {attempt}): {error}");
+                    tracing::warn!(attempt, "role.claim got no answer (try {attempt}): {error}");
                     if self.pause(self.run.poll_interval()) {
                         return Ok(false);
                     }
@@ -417,8 +430,9 @@ impl<'a> Session<'a> {
         if self.claimed {
             self.claimed = false;
             let broker = if self.stopped() { &self.leaving } else { &self.broker };
-            if let Err(error) = broker.call(&self.cap, Verb::RoleRelease, &json!({})) {
-                eprintln!("harness-runner: role.release failed: {error}");
+            match broker.call(&self.cap, Verb::RoleRelease, &json!({})) {
+                Ok(_) => tracing::info!("role released"),
+                Err(error) => tracing::warn!("role.release failed: {error}"),
             }
         }
     }
@@ -468,7 +482,7 @@ impl<'a> Session<'a> {
         let mut state = RunnerState { handled: self.state.handled.clone(), notes: None };
         state.notes = Some(notes.cursor());
         if let Err(error) = save_state(self.run, &state) {
-            eprintln!("harness-runner: the runner state could not be saved: {error}");
+            tracing::warn!("the runner state could not be saved: {error}");
         }
     }
 
@@ -501,6 +515,7 @@ impl<'a> Session<'a> {
         let mut failures = 0u32;
         let result = loop {
             if self.stopped() {
+                tracing::info!("stop signal received; stopping");
                 if let Some(reply) = pending.take() {
                     // Stopped while the broker had not taken it: the message stays unread (the
                     // next runner answers it again) and this RESULT is kept, not dropped.
@@ -511,6 +526,13 @@ impl<'a> Session<'a> {
             if let Some(reply) = pending.take() {
                 match self.send(&reply) {
                     Ok(()) => {
+                        tracing::info!(
+                            message_id = %reply.id,
+                            to = %reply.from,
+                            turn = reply.turn,
+                            chars = reply.result.text().chars().count(),
+                            "RESULT sent"
+                        );
                         notes.sent(&reply.result);
                         // Delivered: recorded before anything else, so no runner answers it again.
                         self.handled(&reply.id, &reply.digest, &notes);
@@ -518,6 +540,7 @@ impl<'a> Session<'a> {
                         failures = 0;
                     }
                     Err(SendError::Stopped) => {
+                        tracing::info!("stop signal received; stopping");
                         self.keep_unsent(&reply, "the runner was stopped while the broker had it");
                         break Ok(());
                     }
@@ -547,7 +570,10 @@ impl<'a> Session<'a> {
                 None => json!({}),
             };
             let message = match self.call(Verb::MessageRead, &read_args) {
-                Call::Stopped => break Ok(()),
+                Call::Stopped => {
+                    tracing::info!("stop signal received; stopping");
+                    break Ok(());
+                }
                 Call::Done(Ok(result)) => {
                     failures = 0;
                     // The mark went through.
@@ -555,6 +581,7 @@ impl<'a> Session<'a> {
                     result.get("message").cloned().unwrap_or(Value::Null)
                 }
                 Call::Done(Err(BrokerError::Refused { code, .. })) => {
+                    tracing::warn!(code = %code, "message.read refused ({code})");
                     break Err(RunError::SessionInvalid { operation: "message.read", code });
                 }
                 Call::Done(Err(error)) => {
@@ -566,6 +593,7 @@ impl<'a> Session<'a> {
             };
             if message.is_null() {
                 if self.pause(self.run.poll_interval()) {
+                    tracing::info!("stop signal received; stopping");
                     break Ok(());
                 }
                 continue;
@@ -576,8 +604,9 @@ impl<'a> Session<'a> {
             {
                 // Answered before (this runner or one before it on this run directory) and not
                 // marked read, the mark lost with the broker or a stop: mark it now, no turn.
-                eprintln!(
-                    "harness-runner: message {id} was answered already; it is marked read again"
+                tracing::info!(
+                    message_id = %id,
+                    "message {id} was answered already; it is marked read again"
                 );
                 after = Some(id.to_owned());
                 continue;
@@ -610,19 +639,47 @@ impl<'a> Session<'a> {
             if let Err(source) = self.run.seal.recheck() {
                 break Err(RunError::Bundle { path: self.run.bundle.clone(), source });
             }
+            tracing::info!(
+                message_id = %message.id,
+                sender = %message.from,
+                kind = ?message.kind,
+                "message received; its turn starts"
+            );
+            let started = std::time::Instant::now();
             let (number, outcome) = match self.turn(&message, &session_id) {
                 Ok(turn) => turn,
                 Err(error) => break Err(error),
             };
+            let (outcome_name, reason) = match &outcome {
+                TurnOutcome::Answer(_) => ("answered", None),
+                TurnOutcome::Failed(reason) => ("failed", Some(reason.as_str())),
+                TurnOutcome::Stopped => ("stopped", None),
+            };
+            tracing::info!(
+                message_id = %message.id,
+                sender = %message.from,
+                turn = number,
+                duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                outcome = outcome_name,
+                reason,
+                "turn ended"
+            );
             // Whatever the turn started and left behind (Pi's detached bash commands) goes now.
             let swept = sweep_descendants();
             if swept > 0 {
-                eprintln!("harness-runner: turn {number:04} left {swept} processes; killed");
+                tracing::info!(
+                    turn = number,
+                    swept,
+                    "turn {number:04} left {swept} processes; killed"
+                );
             }
             // What the log gained in this turn becomes the note on the next RESULT.
             notes.gather();
             let answer = match outcome {
-                TurnOutcome::Stopped => break Ok(()),
+                TurnOutcome::Stopped => {
+                    tracing::info!("stop signal received; stopping");
+                    break Ok(());
+                }
                 TurnOutcome::Answer(answer) => answer,
                 TurnOutcome::Failed(reason) => format!("The turn failed: {reason}"),
             };
@@ -661,9 +718,10 @@ impl<'a> Session<'a> {
         if let Err(error) =
             broker.call(&self.cap, Verb::MessageRead, &json!({"after": id, "limit": 0}))
         {
-            eprintln!(
-                "harness-runner: message {id} could not be marked read ({error}); its answer is \
-                 recorded, so the next runner marks it and does not answer it again"
+            tracing::warn!(
+                message_id = %id,
+                "message {id} could not be marked read ({error}); its answer is recorded, so the \
+                 next runner marks it and does not answer it again"
             );
         }
     }
@@ -680,7 +738,7 @@ impl<'a> Session<'a> {
         let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let from = message.get("from").and_then(Value::as_str).filter(|from| !from.is_empty());
         let shown = id.map_or_else(|| "without an id".to_owned(), |id| id.to_owned());
-        eprintln!("harness-runner: malformed message {shown}: {reason}");
+        tracing::warn!(message_id = id, "malformed message {shown}: {reason}");
         match (id, from) {
             (Some(id), Some(from)) => Malformed::Answer(Pending {
                 id: id.to_owned(),
@@ -705,8 +763,11 @@ impl<'a> Session<'a> {
         error: BrokerError,
     ) -> Result<(), RunError> {
         *failures += 1;
-        eprintln!(
-            "harness-runner: the broker did not answer ({failures}/{}): {error}",
+        tracing::warn!(
+            operation,
+            failures = *failures,
+            broker_retries = self.run.file.broker_retries,
+            "the broker did not answer ({failures}/{}): {error}",
             self.run.file.broker_retries
         );
         if *failures >= self.run.file.broker_retries {
@@ -770,8 +831,10 @@ impl<'a> Session<'a> {
             }
             None => "it answered a malformed message and is not kept".to_owned(),
         };
-        eprintln!(
-            "harness-runner: the RESULT to message {} was not delivered: {why}; {kept}",
+        tracing::warn!(
+            message_id = %reply.id,
+            to = %reply.from,
+            "the RESULT to message {} was not delivered: {why}; {kept}",
             reply.id
         );
     }
@@ -822,10 +885,7 @@ fn load_state(run: &Run) -> RunnerState {
         Ok(None) => RunnerState::default(),
         Ok(Some(bytes)) => {
             let mut state: RunnerState = serde_json::from_slice(&bytes).unwrap_or_else(|error| {
-                eprintln!(
-                    "harness-runner: {} is not valid ({error}); starting afresh",
-                    path.display()
-                );
+                tracing::warn!("{} is not valid ({error}); starting afresh", path.display());
                 RunnerState::default()
             });
             // The newest entries only, however many the file holds.
@@ -834,7 +894,7 @@ fn load_state(run: &Run) -> RunnerState {
             state
         }
         Err(error) => {
-            eprintln!("harness-runner: {error}; the runner state starts afresh");
+            tracing::warn!("{error}; the runner state starts afresh");
             RunnerState::default()
         }
     }

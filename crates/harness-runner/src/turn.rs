@@ -94,9 +94,10 @@ impl TurnFiles {
                     if source.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(error) => return Err(error),
             }
-            eprintln!(
-                "harness-runner: turn {number:04} is taken in turns/ by something the runner \
-                 did not write; it takes the next number"
+            tracing::warn!(
+                turn = number,
+                "turn {number:04} is taken in turns/ by something the runner did not write; it \
+                 takes the next number"
             );
         }
         Err(RunError::invalid(

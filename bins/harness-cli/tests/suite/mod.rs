@@ -1,4 +1,5 @@
 mod bundle;
+mod cli;
 mod garbage;
 mod real_claude_bundle;
 mod unslop;

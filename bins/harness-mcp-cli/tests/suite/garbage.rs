@@ -158,5 +158,5 @@ fn a_panic_anywhere_ends_the_server_with_exit_1() {
     std::thread::sleep(Duration::from_millis(50));
     let stderr = mcp.stderr.lock().unwrap().clone();
     assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("harness-mcp: panicked"), "{stderr}");
+    assert!(stderr.contains(" panicked: "), "{stderr}");
 }

@@ -1,5 +1,6 @@
 mod cli;
 mod garbage;
+mod logs;
 mod protocol;
 mod real_claude;
 mod session;

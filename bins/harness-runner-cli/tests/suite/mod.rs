@@ -1,3 +1,4 @@
+mod cli;
 mod confine;
 mod confined_clis;
 mod example_host;
@@ -9,6 +10,7 @@ mod git_safety;
 mod git_tools;
 mod hostile;
 mod load;
+mod logs;
 mod no_read_without_tool;
 mod real_sessions;
 mod s0_lines;
