@@ -19,8 +19,8 @@ mod skills;
 mod staging;
 mod verify;
 
-pub use bundle_files::{Manifest, ManifestAsset, Policy, ReliesOn};
 pub use build::{BUNDLE_VERSION, Built, PROMPT_BYTES, build_bundle};
+pub use bundle_files::{Manifest, ManifestAsset, Policy, ReliesOn};
 pub use error::{BundleError, RefusalReason};
 pub use request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};
 pub use request_file::{LoadedRequest, RequestFile, load_request};
