@@ -12,6 +12,8 @@
 //! The test lives in harness-runner because that crate sees every type: run.json's and the
 //! broker results' (here), the bundle's, the broker envelope's and the tool socket's.
 
+#![allow(clippy::unwrap_used, reason = "test code fails by panicking")]
+
 use std::path::{Path, PathBuf};
 
 use schemars::{Schema, schema_for};
