@@ -155,6 +155,27 @@ fn labelled_examples(doc: &str, text: &str) -> Vec<Example> {
     out
 }
 
+/// Reads `document` with the Rust type behind the schema `name`, where the code reads that JSON.
+fn read_as(name: &str, document: &Value) -> Result<(), String> {
+    fn read<T: serde::de::DeserializeOwned>(document: &Value) -> Result<(), String> {
+        serde_json::from_value::<T>(document.clone()).map(drop).map_err(|e| e.to_string())
+    }
+    match name {
+        "bundle-request.json" => read::<harness_bundle::RequestFile>(document),
+        "resolved-instance.json" => read::<harness_tools::ResolvedInstance>(document),
+        "tools.json" => read::<harness_tools::ToolsFile>(document),
+        "run.json" => read::<harness_runner::RunFile>(document),
+        "broker-reply.json" => read::<harness_bus::BrokerReply>(document),
+        "message-read-result.json" => read::<harness_runner::MessageReadResult>(document),
+        "state-result.json" => read::<harness_runner::StateResult>(document),
+        "tool-request.json" => read::<harness_tools::ToolRequest>(document),
+        "tool-reply.json" => read::<harness_tools::ToolReply>(document),
+        // Written by the code, not read from JSON by it: the schema alone holds them.
+        "manifest.json" | "policy.json" | "broker-request.json" => Ok(()),
+        other => Err(format!("no type reads {other}")),
+    }
+}
+
 #[test]
 fn every_labelled_example_in_the_docs_validates_against_its_schema() {
     let mut examples = Vec::new();
@@ -181,6 +202,13 @@ fn every_labelled_example_in_the_docs_validates_against_its_schema() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+    // The code reads each example too: what the schema accepts, the type that reads it takes.
+    for example in &examples {
+        for document in &example.documents {
+            let read = read_as(&example.schema, document);
+            assert!(read.is_ok(), "{}:{}: {read:?}", example.doc, example.line);
+        }
+    }
     // The three docs the contracts are specified in each carry labelled examples, and every
     // file or message a host writes or reads has at least one.
     for doc in ["docs/bundle.md", "docs/runner.md", "docs/protocol.md"] {
