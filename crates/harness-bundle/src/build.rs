@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use harness_adapters::{Asset, GATE_TIMEOUT_SECS, ModuleContext};
 use harness_tools::{CATALOGUE, ToolsFile, tools_for};
-use serde_json::{Value, json};
 
+use crate::bundle_files::{Manifest, ManifestAsset, Policy, ReliesOn};
 use crate::error::BundleError;
 use crate::prompt::{self, SessionTools};
 use crate::request::BundleRequest;
@@ -86,7 +86,7 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     staging.write("prompt.md", prompt.as_bytes())?;
     staging.write(
         "policy.json",
-        &json_bytes("policy.json", &policy(request, &builtin, &typed_raw))?,
+        &sorted_json_bytes("policy.json", &policy(request, &builtin, &typed_raw))?,
     )?;
     staging.write("tools.json", &json_bytes("tools.json", &tools)?)?;
     let cx = ModuleContext {
@@ -105,7 +105,7 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     }
     let manifest =
         manifest(request, &route, &builtin, &typed_raw, &tools, staging.digests(), &assets)?;
-    let manifest = json_bytes("manifest.json", &manifest)?;
+    let manifest = sorted_json_bytes("manifest.json", &manifest)?;
     staging.write("manifest.json", &manifest)?;
     let dir = staging.commit()?;
     Ok(Built { dir, digest: hex_sha256(&manifest) })
@@ -177,16 +177,27 @@ fn json_bytes(what: &'static str, value: &impl serde::Serialize) -> Result<Vec<u
     Ok(bytes)
 }
 
-fn policy(request: &BundleRequest<'_>, builtin: &[String], typed: &[String]) -> Value {
-    json!({
-        "harness": request.harness.name(),
-        "workspace": request.session.workspace,
-        "tools": builtin,
-        "typed": typed,
-        "network": request.network,
-        "services": request.resolved.services,
-        "credentials": request.credentials,
-    })
+/// As [`json_bytes`], with every object's keys sorted (through a `Value`): policy.json's and
+/// manifest.json's bytes, and so the digest, do not depend on the order of their struct's fields.
+fn sorted_json_bytes(
+    what: &'static str,
+    value: &impl serde::Serialize,
+) -> Result<Vec<u8>, BundleError> {
+    let value =
+        serde_json::to_value(value).map_err(|source| BundleError::Serialize { what, source })?;
+    json_bytes(what, &value)
+}
+
+fn policy(request: &BundleRequest<'_>, builtin: &[String], typed: &[String]) -> Policy {
+    Policy {
+        harness: request.harness.name().to_owned(),
+        workspace: request.session.workspace.clone(),
+        tools: builtin.to_vec(),
+        typed: typed.to_vec(),
+        network: request.network.clone(),
+        services: request.resolved.services.clone(),
+        credentials: request.credentials.clone(),
+    }
 }
 
 /// Actions the session spends without a tool of its own: the runner sends every RESULT with
@@ -219,48 +230,54 @@ fn manifest(
     tools: &ToolsFile,
     files: &BTreeMap<String, String>,
     assets: &BTreeMap<&'static str, (PathBuf, String)>,
-) -> Result<Value, BundleError> {
+) -> Result<Manifest, BundleError> {
     let resolved = request.resolved;
     let harness_typed: Vec<String> =
         typed.iter().map(|name| request.harness.typed_tool_name(name)).collect();
-    let relies_on: Vec<Value> = request
+    let relies_on = request
         .harness
         .relies_on()
         .iter()
-        .map(|line| json!({"line": line.line, "topic": line.topic, "how": line.how}))
+        .map(|line| ReliesOn {
+            line: line.line,
+            topic: line.topic.to_owned(),
+            how: line.how.to_owned(),
+        })
         .collect();
-    let assets: BTreeMap<&str, Value> = assets
+    let assets = assets
         .iter()
-        .map(|(role, (path, digest))| (*role, json!({"path": path, "sha256": digest})))
+        .map(|(role, (path, digest))| {
+            ((*role).to_owned(), ManifestAsset { path: path.clone(), sha256: digest.clone() })
+        })
         .collect();
     let resolved_json = serde_json::to_vec(resolved)
         .map_err(|source| BundleError::Serialize { what: "the resolved instance", source })?;
-    Ok(json!({
-        "bundleVersion": BUNDLE_VERSION,
-        "instance": resolved.instance,
-        "run": request.session.run,
-        "resolvedDigest": hex_sha256(&resolved_json),
-        "harness": request.harness.name(),
-        "provider": route.provider,
-        "model": route.model,
-        "modelKey": route.model_key,
-        "thinking": route.thinking,
-        "route": request.route.name(),
-        "routeReason": request.route_reason,
-        "harnessVersion": request.harness_version,
-        "cliVersion": request.cli_version,
-        "builtinTools": builtin,
-        "typedTools": typed,
-        "cliTools": request.harness.cli_tools(builtin, &harness_typed),
-        "turnMarker": request.harness.turn_marker(),
-        "projects": tools.projects,
-        "untypedActions": untyped_actions(request, typed),
-        "reliesOn": relies_on,
-        "gateTimeoutSeconds": GATE_TIMEOUT_SECS,
-        "adapter": request.harness.adapter(&request.install),
-        "files": files,
-        "assets": assets,
-    }))
+    Ok(Manifest {
+        bundle_version: BUNDLE_VERSION,
+        instance: resolved.instance.clone(),
+        run: request.session.run.clone(),
+        resolved_digest: hex_sha256(&resolved_json),
+        harness: request.harness.name().to_owned(),
+        provider: route.provider.clone(),
+        model: route.model.clone(),
+        model_key: route.model_key.clone(),
+        thinking: route.thinking.clone(),
+        route: request.route.name().to_owned(),
+        route_reason: request.route_reason.clone(),
+        harness_version: request.harness_version.clone(),
+        cli_version: request.cli_version.clone(),
+        builtin_tools: builtin.to_vec(),
+        typed_tools: typed.to_vec(),
+        cli_tools: request.harness.cli_tools(builtin, &harness_typed),
+        turn_marker: request.harness.turn_marker(),
+        projects: tools.projects.clone(),
+        untyped_actions: untyped_actions(request, typed),
+        relies_on,
+        gate_timeout_seconds: GATE_TIMEOUT_SECS,
+        adapter: request.harness.adapter(&request.install),
+        files: files.clone(),
+        assets,
+    })
 }
 
 /// A file's identity: if none of these changed, neither did its bytes (for the digest cache).

@@ -9,6 +9,7 @@
 //! turn. This crate never follows a symlink and never names a harness itself.
 
 mod build;
+mod bundle_files;
 mod error;
 mod prompt;
 mod request;
@@ -19,9 +20,10 @@ mod staging;
 mod verify;
 
 pub use build::{BUNDLE_VERSION, Built, PROMPT_BYTES, build_bundle};
+pub use bundle_files::{Manifest, ManifestAsset, Policy, ReliesOn};
 pub use error::{BundleError, RefusalReason};
 pub use request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};
-pub use request_file::{LoadedRequest, load_request};
+pub use request_file::{LoadedRequest, RequestFile, load_request};
 pub use routes::{Route, SessionModel, has_fallback, session_model};
 pub use skills::SKILL_BYTES;
 pub use staging::hex_sha256;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::routes::Route;
 
 /// Who and what this session is, beyond the resolved instance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SessionInfo {
     /// The run's id.
@@ -23,7 +23,7 @@ pub struct SessionInfo {
 
 /// The status of one service credential, as the host read it from the broker: metadata only,
 /// never a token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CredentialStatus {
     /// The service (`gitea`, `vikunja`, ...).

@@ -11,46 +11,68 @@ use crate::error::BundleError;
 use crate::request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};
 use crate::routes::Route;
 
-#[derive(Deserialize)]
+/// A value given inline or as the path of a JSON file that holds it (relative to the request).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum Inline<T> {
     Path(PathBuf),
     Value(Box<T>),
 }
 
-#[derive(Deserialize)]
+/// Where the binaries and assets are installed.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Install {
+    /// The install prefix (`PREFIX/bin`, `PREFIX/lib/harness`).
     prefix: PathBuf,
 }
 
-#[derive(Deserialize)]
+/// The JSON file `harness bundle build --request FILE` reads (docs/bundle.md): its schema is
+/// docs/schemas/bundle-request.json. Paths in it are relative to its directory.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RequestFile {
+#[schemars(title = "bundle request")]
+pub struct RequestFile {
+    /// The resolved instance, inline or as a path to its JSON file.
     resolved: Inline<ResolvedInstance>,
+    /// The role contract (markdown) file.
     contract: PathBuf,
+    /// The business's arbiter for each decision domain.
     #[serde(default)]
     arbiter: Arbiters,
+    /// The tracker the session works in; by default the instance's.
     #[serde(default)]
     tracker: Option<String>,
+    /// The credential status of the services the role needs.
     #[serde(default)]
     credentials: Vec<CredentialStatus>,
+    /// The run, who launched it, the workspace.
     session: SessionInfo,
+    /// The harness module; by default the route's harness var.
     #[serde(default)]
     harness: Option<String>,
+    /// The route taken.
     route: Route,
+    /// Why that route was taken.
     route_reason: String,
+    /// The harness module's version; by default the module's own.
     #[serde(default)]
     harness_version: Option<String>,
+    /// What `CLI --version` prints; by default the version the module is proven for.
     #[serde(default)]
     cli_version: Option<String>,
+    /// The launch models; by default the instance's `launch.models`.
     #[serde(default)]
     models: Option<BTreeMap<String, LaunchModel>>,
+    /// Whether the role gets land_work; by default the instance's `landHeld`.
     #[serde(default)]
     land: Option<bool>,
+    /// The enabled skills directory.
     skills_dir: PathBuf,
+    /// The install; by default the prefix the `harness` binary is installed under.
     #[serde(default)]
     install: Option<Install>,
+    /// The policy's network field (recorded, not enforced).
     #[serde(default = "default_network")]
     network: String,
 }

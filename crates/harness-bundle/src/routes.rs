@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::BundleError;
 
 /// Which of the instance's two routes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Route {
     /// `harness`, `model`, `thinking`.

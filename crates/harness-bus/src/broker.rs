@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::capability::Capability;
@@ -142,6 +142,75 @@ pub struct UnixBroker {
     next_id: AtomicU64,
 }
 
+/// One request line to the broker: `{"id": N, "cap": CAP, "verb": VERB, "args": {...}}`.
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "broker request")]
+pub struct BrokerRequest<'a> {
+    /// The call's id, which the reply repeats; a new one per call.
+    id: u64,
+    /// The session's capability, as the host gave it to the runner.
+    cap: &'a str,
+    /// The verb.
+    verb: Verb,
+    /// The verb's arguments (docs/protocol.md lists them per verb).
+    args: &'a Value,
+}
+
+/// The capability stays out of every `Debug`.
+impl std::fmt::Debug for BrokerRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerRequest")
+            .field("id", &self.id)
+            .field("verb", &self.verb)
+            .field("args", &self.args)
+            .finish_non_exhaustive()
+    }
+}
+
+// This client reads a reply with the looser private `Reply` below, so that each way a broker
+// breaks the contract gets its own error; `BrokerReply` is the contract itself, and the source
+// of docs/schemas/broker-reply.json.
+/// One reply line from the broker: a result or a refusal. Other keys are ignored.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+#[schemars(title = "broker reply")]
+pub enum BrokerReply {
+    /// The call was done.
+    Result(BrokerResult),
+    /// The call was refused.
+    Refusal(BrokerRefusal),
+}
+
+/// `{"id": N, "ok": true, "result": ...}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+pub struct BrokerResult {
+    /// The request's id.
+    pub id: u64,
+    /// Always true.
+    #[schemars(extend("const" = true))]
+    pub ok: bool,
+    /// The verb's result (docs/protocol.md); absent counts as null.
+    #[serde(default)]
+    pub result: Value,
+}
+
+/// `{"id": N, "ok": false, "code": CODE, "message": TEXT}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+pub struct BrokerRefusal {
+    /// The request's id.
+    pub id: u64,
+    /// Always false.
+    #[schemars(extend("const" = false))]
+    pub ok: bool,
+    /// The refusal code: lowercase ASCII letters, digits, `-`, `_` and `.`, 1 to 64 bytes.
+    #[schemars(extend("pattern" = "^[a-z0-9_.-]{1,64}$"))]
+    pub code: String,
+    /// A human-readable reason.
+    #[serde(default)]
+    pub message: String,
+}
+
 #[derive(Deserialize)]
 struct Reply {
     id: Value,
@@ -209,8 +278,9 @@ impl Broker for UnixBroker {
     fn call(&self, cap: &Capability, verb: Verb, args: &Value) -> Result<Value, BrokerError> {
         let deadline = Instant::now() + self.config.timeout;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = json!({"id": id, "cap": cap.expose(), "verb": verb.as_str(), "args": args});
-        let mut line = request.to_string().into_bytes();
+        let request = BrokerRequest { id, cap: cap.expose(), verb, args };
+        let mut line = serde_json::to_vec(&request)
+            .map_err(|error| BrokerError::Protocol { verb, detail: error.to_string() })?;
         line.push(b'\n');
         let stream = UnixStream::connect(&self.config.socket).map_err(|source| {
             BrokerError::Unreachable { socket: self.config.socket.clone(), source }

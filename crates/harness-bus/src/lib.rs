@@ -16,7 +16,10 @@ mod capability;
 mod host;
 mod server;
 
-pub use broker::{Broker, BrokerConfig, BrokerError, RefusalCode, UnixBroker};
+pub use broker::{
+    Broker, BrokerConfig, BrokerError, BrokerRefusal, BrokerReply, BrokerRequest, BrokerResult,
+    RefusalCode, UnixBroker,
+};
 pub use capability::{Capability, CapabilityError};
 pub use host::{HostReply, HostSocket, HostSocketConfig};
 pub use server::{

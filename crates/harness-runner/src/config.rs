@@ -10,8 +10,9 @@ use serde::Deserialize;
 use crate::error::RunError;
 
 /// `RUN/run.json`, written by the host (docs/runner.md has every field).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "run.json")]
 pub struct RunFile {
     /// The broker's Unix socket.
     pub broker: PathBuf,

@@ -28,7 +28,9 @@ pub use env::Environment;
 pub use error::{Refusal, RunError};
 pub use git::MAX_BUNDLE_BYTES;
 pub use lock::LOCK_FILE;
-pub use request::{Message, MessageKind};
+pub use request::{
+    LaunchState, Message, MessageKind, MessageReadResult, OpenTask, OpenTasks, StateResult,
+};
 pub use session::{
     LANDING_SENDER, RunnerConfig, Stopped, harden_process, install_stop_handlers, run,
 };

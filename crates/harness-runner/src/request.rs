@@ -4,8 +4,20 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
+// The runner reads `message` as JSON first (a malformed one is answered or skipped by its id),
+// then as a `Message`; `MessageReadResult` is the shape a broker must send, and the source of
+// docs/schemas/message-read-result.json.
+/// `message.read`'s result: the next unread message, or none. Other keys are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[schemars(title = "message.read result")]
+pub struct MessageReadResult {
+    /// The next unread message; null or absent when there is none.
+    #[serde(default)]
+    pub message: Option<Message>,
+}
+
 /// One message from the bus, as `message.read` returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// Its id; `message.read {"after": id}` marks it read.
@@ -21,7 +33,7 @@ pub struct Message {
 }
 
 /// What a message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageKind {
     /// A message that gets a RESULT.
@@ -30,36 +42,51 @@ pub enum MessageKind {
     Result,
 }
 
-#[derive(Deserialize)]
-struct State {
-    launch: Launch,
-    tasks: Tasks,
+/// The `state` verb's result, which the runner renders as the state block before each turn.
+/// Other keys are ignored; a result without these is `malformed-state` and the turn fails.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[schemars(title = "state result")]
+pub struct StateResult {
+    /// The launch's state.
+    pub launch: LaunchState,
+    /// The role's open tasks.
+    pub tasks: OpenTasks,
 }
 
-#[derive(Deserialize)]
-struct Launch {
-    state: String,
-    at: String,
-    event: String,
+/// The launch's state in the `state` result.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+pub struct LaunchState {
+    /// The state (`running`, ...).
+    pub state: String,
+    /// When it was set (RFC 3339).
+    pub at: String,
+    /// The event that set it.
+    pub event: String,
 }
 
-#[derive(Deserialize)]
-struct Tasks {
-    open: Vec<Task>,
-    total: u64,
+/// The open tasks in the `state` result.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+pub struct OpenTasks {
+    /// Open tasks, at most the `cap` the runner asked for.
+    pub open: Vec<OpenTask>,
+    /// How many are open in all.
+    pub total: u64,
 }
 
-#[derive(Deserialize)]
-struct Task {
+/// One open task.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+pub struct OpenTask {
+    /// Its reference (`web-12`).
     #[serde(rename = "ref")]
-    task_ref: String,
-    title: String,
+    pub task_ref: String,
+    /// Its title.
+    pub title: String,
 }
 
 /// Renders the state block from the `state` verb's result, or `None` when the result is not the
 /// shape docs/protocol.md gives it.
 pub(crate) fn state_block(result: &serde_json::Value, read_at: &str, cap: u32) -> Option<String> {
-    let state: State = serde_json::from_value(result.clone()).ok()?;
+    let state: StateResult = serde_json::from_value(result.clone()).ok()?;
     let mut out = format!("Current state, read at {read_at}:\n");
     out.push_str(&format!(
         "- Launch: {} (set at {} by event {})\n",
@@ -67,7 +94,7 @@ pub(crate) fn state_block(result: &serde_json::Value, read_at: &str, cap: u32) -
         one_line(&state.launch.at),
         one_line(&state.launch.event)
     ));
-    let shown: Vec<&Task> = state.tasks.open.iter().take(cap as usize).collect();
+    let shown: Vec<&OpenTask> = state.tasks.open.iter().take(cap as usize).collect();
     out.push_str(&format!("- Open tasks: {} in all", state.tasks.total));
     if shown.is_empty() {
         out.push('\n');

@@ -108,6 +108,29 @@ impl Verb {
     }
 }
 
+/// A verb goes on the broker's wire as its name (`message.read`).
+impl serde::Serialize for Verb {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// The schema of a verb on the wire: one of the names [`Verb::ALL`] lists.
+impl schemars::JsonSchema for Verb {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Verb".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Self::ALL.iter().map(|verb| verb.as_str()).collect();
+        schemars::json_schema!({
+            "description": "A verb of the broker protocol (docs/protocol.md).",
+            "type": "string",
+            "enum": names,
+        })
+    }
+}
+
 impl std::fmt::Display for Verb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -16,7 +16,7 @@ use crate::tools_file::{ToolEntry, ToolsFile};
 pub const FORMAT: &str = "harness.resolved/1";
 
 /// One resolved role instance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ResolvedInstance {
     /// Always `harness.resolved/1`.
@@ -60,7 +60,7 @@ pub struct ResolvedInstance {
 }
 
 /// An instance's limits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// The built-in tools, as Pi names them (`read`, `grep`, `find`, `ls`, `write`, `edit`,
@@ -69,7 +69,7 @@ pub struct Limits {
 }
 
 /// The actions an instance holds.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Actions {
     /// Actions held over its own role.
@@ -81,7 +81,7 @@ pub struct Actions {
 }
 
 /// An action held over other roles.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CrossRole {
     /// The action.
@@ -91,7 +91,7 @@ pub struct CrossRole {
 }
 
 /// A project an instance works on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Project {
     /// The project's name.
@@ -102,7 +102,7 @@ pub struct Project {
 }
 
 /// An instance's launch block.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Launch {
     /// The launch models: a `model` var names a key, the entry gives provider and model.
@@ -114,7 +114,7 @@ pub struct Launch {
 }
 
 /// One launch model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchModel {
     /// The provider.

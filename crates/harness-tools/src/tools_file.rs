@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::catalogue::{ToolDef, tool};
 
 /// One tool of a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ToolEntry {
     /// The tool's name.
@@ -39,7 +39,7 @@ impl ToolEntry {
 }
 
 /// The contents of tools.json.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsFile {
     /// The session's typed tools, in catalogue order.

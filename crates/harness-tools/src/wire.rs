@@ -13,7 +13,7 @@ use serde_json::Value;
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// One call on the tool socket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRequest {
     /// The tool's name.
@@ -24,7 +24,7 @@ pub struct ToolRequest {
 }
 
 /// Why a call produced no reply text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolErrorKind {
     /// The broker (or host socket) refused: the text is `refused: <code>`.
@@ -65,7 +65,7 @@ impl ToolErrorKind {
 }
 
 /// The answer to one call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolReply {
     /// True if and only if `text` is the tool's reply rather than an error.

@@ -3,6 +3,7 @@ mod env;
 mod props;
 mod refusals;
 mod routes;
+mod schemas;
 mod seal;
 mod snapshots;
 mod tidy;
