@@ -221,6 +221,10 @@ fn pi_with_an_allow_all_gate_and_confine_off_reads_the_secret() {
     let read = session.tool_result("t_read");
     assert!(read.text.contains(SESSION_SECRET), "the control must read the secret: {read:?}");
     assert!(session.tool_result("t_ls").text.contains("secret.txt"));
+    // Pi's find runs fd (setup's fd 10.5 knows the --no-require-git Pi passes): unconfined it
+    // lists the secret, so its refusal inside the domain is the kernel's.
+    let find = session.tool_result("t_find");
+    assert!(find.text.contains("secret.txt"), "the control must find the secret: {find:?}");
     assert!(session.scenario.root().join("planted.txt").exists());
 }
 

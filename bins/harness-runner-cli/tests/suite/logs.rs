@@ -79,7 +79,7 @@ fn human_logs_tell_the_session_and_never_its_secrets() {
     assert!(started.contains("cli_version=fake-cli 1.0"), "{started}");
     assert!(started.contains("confine="), "{started}");
     assert!(started.contains("landlock_abi="), "{started}");
-    assert!(find("role claimed").contains("run=run-1"), "the claim");
+    assert!(find("role claimed").contains("run=run-test-1"), "the claim");
     assert!(find("the broker did not answer (1/3)").contains(" WARN "), "the retry");
     let turn = find("turn ended message_id=m1");
     for field in ["sender=acme-cos", "turn=1", "duration_ms=", "outcome=\"answered\""] {
@@ -117,7 +117,7 @@ fn json_logs_are_one_object_a_line_and_never_hold_secrets() {
     assert_eq!(started["cli_version"], "fake-cli 1.0");
     assert!(started["bundle_digest"].as_str().unwrap().len() == 64, "{started}");
     assert!(started["landlock_abi"].is_u64(), "{started}");
-    assert_eq!(find("role claimed")["run"], "run-1");
+    assert_eq!(find("role claimed")["run"], "run-test-1");
     let retry = find("the broker did not answer");
     assert_eq!((retry["level"].as_str(), retry["failures"].as_u64()), (Some("WARN"), Some(1)));
     let turns: Vec<&Value> =
