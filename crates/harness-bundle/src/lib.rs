@@ -17,17 +17,17 @@
 //!
 //! # Example
 //!
-//! Builds the bundle of the repository's `pm` role for Pi into a temporary directory. The install
-//! here is a stand-in of small files (a build hashes every binary and asset it points at, so
-//! they must exist); a real host uses the prefix `cargo xtask dist --prefix P` installed into.
+//! Builds the bundle of the repository's `pm` role, on the primary route its resolved instance
+//! names, into a temporary directory. The install here is a stand-in of small files (a build
+//! hashes every binary and asset it points at, so they must exist); a real host uses the prefix
+//! `cargo xtask dist --prefix P` installed into.
 //!
 //! ```
-//! use std::collections::BTreeMap;
 //! use std::path::Path;
 //!
 //! use harness_bundle::{
-//!     BundleRequest, Harness, InstallLayout, LaunchModel, ResolvedInstance, Route, SessionInfo,
-//!     build_bundle, module, verify_bundle,
+//!     BundleRequest, InstallLayout, ResolvedInstance, Route, SessionInfo, build_bundle, module,
+//!     modules, verify_bundle,
 //! };
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,19 +48,12 @@
 //! let run = root.path().join("run");
 //! std::fs::create_dir(&run)?;
 //!
-//! // The resolved instance, routed to Pi and one model.
+//! // The resolved instance, and the harness module its `harness` var names.
 //! let text = std::fs::read_to_string(fixtures.join("resolved/pm.json"))?;
-//! let mut resolved: ResolvedInstance = serde_json::from_str(&text)?;
-//! resolved.vars = BTreeMap::from([
-//!     ("harness".to_owned(), Harness::Pi.name().to_owned()),
-//!     ("model".to_owned(), "main".to_owned()),
-//!     ("thinking".to_owned(), "off".to_owned()),
-//! ]);
-//! resolved.launch.models = BTreeMap::from([(
-//!     "main".to_owned(),
-//!     LaunchModel { provider: "anthropic".to_owned(), model: "claude-sonnet-4-5".to_owned() },
-//! )]);
-//! let harness = module(Harness::Pi.name()).ok_or("no module for pi")?;
+//! let resolved: ResolvedInstance = serde_json::from_str(&text)?;
+//! let name = resolved.vars.get("harness").ok_or("no harness var")?;
+//! let harness = module(name).ok_or("no such harness module")?;
+//! assert!(modules().iter().any(|known| known.name() == harness.name()));
 //!
 //! let built = build_bundle(&BundleRequest {
 //!     dir: run.join("bundle"),
