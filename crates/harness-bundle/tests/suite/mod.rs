@@ -1,5 +1,6 @@
 mod disk_full;
 mod env;
+mod example_host;
 mod props;
 mod refusals;
 mod routes;
