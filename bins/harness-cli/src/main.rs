@@ -43,8 +43,8 @@ exit status: 0 when every check passes, 1 when one fails (or stdin holds no usab
 #[command(
     name = "harness",
     version,
-    about = "harness: the operator's command. Builds and verifies launch bundles (docs/bundle.md) \
-             and reads unslop logs.",
+    about = "harness: the operator's command. Builds and verifies launch bundles (docs/bundle.md), \
+             reads unslop logs, and checks an install, a run and a broker (docs/host.md).",
     help_template = TEMPLATE,
     after_help = EXIT_STATUS
 )]

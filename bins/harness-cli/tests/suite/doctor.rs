@@ -296,6 +296,22 @@ fn a_refusing_or_absent_broker_fails_naming_the_code() {
         "{context}"
     );
     assert!(!context.contains(CAP), "{context}");
+    let gone = broker.socket().with_file_name("gone.sock");
+    let output = doctor(
+        &["--prefix", prefix.to_str().unwrap(), "--broker", gone.to_str().unwrap(), "--cap-stdin"],
+        None,
+        &format!("{{\"cap\": \"{CAP}\"}}\n"),
+    );
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    for name in ["FAIL broker state: ", "FAIL broker message.read: "] {
+        assert!(
+            stdout_lines(&output)
+                .iter()
+                .any(|line| line.starts_with(name) && line.contains("unreachable")),
+            "{name}: {context}"
+        );
+    }
 }
 
 #[test]
