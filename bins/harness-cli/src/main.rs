@@ -2,12 +2,15 @@
 //!
 //! `harness unslop counts LOG` prints what a finished session's unslop log says, as JSON.
 //! `harness bundle build --request FILE --out DIR` builds a launch bundle and prints its digest;
-//! `harness bundle verify DIR [--digest D]` checks one against its manifest and digest. Each
+//! `harness bundle verify DIR [--digest D]` checks one against its manifest and digest.
+//! `harness doctor --prefix P [--run RUN_DIR] [--broker SOCKET --cap-stdin]` checks an install,
+//! a run directory's CLI and a broker, one `ok NAME` or `FAIL NAME: reason` line per check. Each
 //! top-level word is one module with one `run`; the command line is parsed by `clap`, so every
 //! command answers `--help` and the binary `--version`.
 //! Exit 0 on success, 1 when the command fails, 2 on a usage error.
 
 mod bundle;
+mod doctor;
 mod unslop;
 
 use std::path::PathBuf;
@@ -22,13 +25,26 @@ const EXIT_STATUS: &str = "\
 exit status: 0 on success, 1 when the command ran and failed (the reason on stderr), 2 on a
 usage error.";
 
+const DOCTOR_AFTER: &str = "\
+Each check prints one line on stdout: `ok NAME`, or `FAIL NAME: reason`. Checks: every file of
+the install layout (present, a regular file, readable; binaries executable), each binary's
+--version, `node --version` from PATH (Node 24), and with --run, run.json, the bundle and the
+CLI's --version; with --broker, `state` and `message.read`.
+message.read marks messages read: doctor sends it as {\"limit\": 0} with no `after`, the
+runner's mark-only form, so a broker that follows docs/protocol.md takes no message. A broker that
+ignores `limit` and returns a message fails the check (and may have taken that message). The
+capability never appears in the output.
+
+exit status: 0 when every check passes, 1 when one fails (or stdin holds no usable capability),
+2 on a usage error.";
+
 /// The command line.
 #[derive(Debug, Parser)]
 #[command(
     name = "harness",
     version,
-    about = "harness: the operator's command. Builds and verifies launch bundles (docs/bundle.md) \
-             and reads unslop logs.",
+    about = "harness: the operator's command. Builds and verifies launch bundles (docs/bundle.md), \
+             reads unslop logs, and checks an install, a run and a broker (docs/host.md).",
     help_template = TEMPLATE,
     after_help = EXIT_STATUS
 )]
@@ -42,6 +58,27 @@ enum Command {
     /// Build a launch bundle, or verify one against its manifest.
     #[command(subcommand, help_template = TEMPLATE, after_help = EXIT_STATUS)]
     Bundle(BundleCommand),
+    /// Check an install, a run directory's CLI and a broker before a launch relies on them.
+    #[command(help_template = TEMPLATE, after_help = DOCTOR_AFTER)]
+    Doctor {
+        /// The install prefix (`cargo xtask dist --prefix P`): every binary and asset under it
+        /// must be there, and every binary must answer `--version` with this release.
+        #[arg(long, value_name = "PREFIX")]
+        prefix: PathBuf,
+        /// A run directory: its run.json must parse as the runner reads it, and the CLI it names
+        /// must answer `--version` with the bundle manifest's cliVersion (when the bundle is
+        /// there, which must also match run.json's bundleDigest).
+        #[arg(long, value_name = "RUN_DIR")]
+        run: Option<PathBuf>,
+        /// The broker's socket: `state` and `message.read` must answer in the shapes the runner
+        /// parses. Needs --cap-stdin.
+        #[arg(long, value_name = "SOCKET", requires = "cap_stdin")]
+        broker: Option<PathBuf>,
+        /// Read the capability from stdin as `{"cap": "..."}` and a newline, as the runner does
+        /// (never from argv or the environment). Needs --broker.
+        #[arg(long, requires = "broker")]
+        cap_stdin: bool,
+    },
     /// Read what a session's unslop log says.
     #[command(subcommand, help_template = TEMPLATE, after_help = EXIT_STATUS)]
     Unslop(UnslopCommand),
@@ -118,6 +155,11 @@ fn main() -> ExitCode {
         Command::Bundle(BundleCommand::Verify { dir, digest }) => {
             bundle::verify(&dir, digest.as_deref())
         }
+        Command::Doctor { prefix, run, broker, cap_stdin: _ } => doctor::run(&doctor::Request {
+            prefix: &prefix,
+            run: run.as_deref(),
+            broker: broker.as_deref(),
+        }),
         Command::Unslop(UnslopCommand::Counts { log }) => unslop::counts(&log),
     };
     match result {

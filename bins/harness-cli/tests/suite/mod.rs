@@ -1,5 +1,6 @@
 mod bundle;
 mod cli;
+mod doctor;
 mod garbage;
 mod real_claude_bundle;
 mod unslop;

@@ -1,0 +1,323 @@
+//! `harness doctor --prefix P [--run RUN_DIR] [--broker SOCKET --cap-stdin]`, parsed in
+//! `main.rs`: checks an install, a run directory's CLI and a broker before a launch relies on
+//! them, one line per check (`ok NAME` or `FAIL NAME: reason`) on stdout.
+
+use std::io::{BufRead as _, Read as _};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harness_adapters::InstallLayout;
+use harness_bus::{Broker as _, BrokerConfig, BrokerError, Capability, UnixBroker};
+use harness_runner::{MessageReadResult, RunFile, StateResult};
+use harness_tools::Verb;
+use rustix::fs::Access;
+use serde_json::json;
+
+use crate::Failure;
+
+/// How long one `--version` may take, as the runner allows its CLI's at start.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one broker call may take, as the runner allows its own.
+const BROKER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a `--version` may print that is read.
+const MAX_VERSION_OUTPUT: u64 = 64 * 1024;
+/// The most of stdin read for the capability line, as the runner reads it.
+const MAX_STDIN: u64 = 64 * 1024;
+/// The Node major version Pi's launcher and the extensions need.
+const NODE_MAJOR: &str = "24";
+/// What stands in for the capability wherever a broker's text would show it.
+const REDACTED: &str = "[capability]";
+
+/// What `harness doctor` was asked to check.
+pub(crate) struct Request<'a> {
+    /// The install prefix.
+    pub(crate) prefix: &'a Path,
+    /// A run directory whose run.json names the CLI and the bundle.
+    pub(crate) run: Option<&'a Path>,
+    /// A broker socket; the capability comes on stdin.
+    pub(crate) broker: Option<&'a Path>,
+}
+
+/// The lines printed so far and whether one failed; every line is printed as it is found, with
+/// the capability, if any, blanked out of it.
+struct Report {
+    failed: usize,
+    secret: Option<String>,
+}
+
+impl Report {
+    fn line(&self, text: &str) {
+        let text = match &self.secret {
+            Some(secret) => text.replace(secret.as_str(), REDACTED),
+            None => text.to_owned(),
+        };
+        // One check, one line: a reason that holds a newline (a broker's text) stays on it.
+        println!("{}", text.replace(['\n', '\r'], " "));
+    }
+
+    fn check(&mut self, name: &str, outcome: Result<(), String>) -> bool {
+        match outcome {
+            Ok(()) => {
+                self.line(&format!("ok {name}"));
+                true
+            }
+            Err(reason) => {
+                self.failed += 1;
+                self.line(&format!("FAIL {name}: {reason}"));
+                false
+            }
+        }
+    }
+}
+
+pub(crate) fn run(request: &Request<'_>) -> Result<(), Failure> {
+    // The capability is read before anything is printed, so a bad stdin is one clear error.
+    let capability = match request.broker {
+        Some(_) => Some(read_capability()?),
+        None => None,
+    };
+    let mut report =
+        Report { failed: 0, secret: capability.as_ref().map(|(_, text)| text.clone()) };
+    install(&mut report, request.prefix);
+    node(&mut report);
+    if let Some(run) = request.run {
+        run_dir(&mut report, run);
+    }
+    if let (Some(socket), Some((cap, _))) = (request.broker, &capability) {
+        broker(&mut report, socket, cap);
+    }
+    if report.failed == 0 {
+        return Ok(());
+    }
+    Err(Failure::Failed(format!("{} check(s) failed", report.failed)))
+}
+
+/// Reads `{"cap": "..."}` and a newline from stdin with the runner's own reader, and keeps the
+/// text too, only to blank it out of every line printed.
+fn read_capability() -> Result<(Capability, String), Failure> {
+    let mut line = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_STDIN)
+        .read_until(b'\n', &mut line)
+        .map_err(|_| Failure::Failed("the capability cannot be read from stdin".to_owned()))?;
+    let cap = harness_runner::read_capability(&mut line.as_slice())
+        .map_err(|error| Failure::Failed(error.to_string()))?;
+    let text = serde_json::from_slice::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|value| value.get("cap").and_then(serde_json::Value::as_str).map(str::to_owned))
+        .unwrap_or_default();
+    Ok((cap, text))
+}
+
+/// Every file of the layout present, a regular file, readable (and executable for a binary),
+/// and every binary answering `--version` with its name and this release's version.
+fn install(report: &mut Report, prefix: &Path) {
+    let layout = InstallLayout::under(prefix);
+    for (path, mode) in layout.files() {
+        let shown = path.strip_prefix(prefix).unwrap_or(&path).display().to_string();
+        let binary = mode & 0o111 != 0;
+        let present = report.check(&format!("file {shown}"), file(&path, binary));
+        if binary && present {
+            let name = path.file_name().map(|name| name.to_string_lossy().into_owned());
+            let expected = format!("{} {}", name.unwrap_or_default(), env!("CARGO_PKG_VERSION"));
+            let answered = version(&path, "--version").and_then(|printed| {
+                let first = printed.lines().next().unwrap_or_default().trim();
+                if first == expected {
+                    Ok(())
+                } else {
+                    Err(format!("--version printed {first:?}, not {expected:?}"))
+                }
+            });
+            report.check(&format!("version {shown}"), answered);
+        }
+    }
+}
+
+fn file(path: &Path, binary: bool) -> Result<(), String> {
+    let metadata =
+        std::fs::metadata(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    if !metadata.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    let (access, what) = if binary {
+        (Access::READ_OK | Access::EXEC_OK, "readable and executable")
+    } else {
+        (Access::READ_OK, "readable")
+    };
+    rustix::fs::access(path, access)
+        .map_err(|error| format!("{} is not {what} by this user: {error}", path.display()))
+}
+
+/// `node --version` from the first Node on PATH (the one Pi's launcher and the adapters find):
+/// `v24.…`.
+fn node(report: &mut Report) {
+    let outcome = version(Path::new("node"), "--version").and_then(|printed| {
+        let printed = printed.trim();
+        let major = printed.strip_prefix('v').and_then(|rest| rest.split('.').next());
+        if major == Some(NODE_MAJOR) {
+            Ok(())
+        } else {
+            Err(format!("node --version printed {printed:?}; Node {NODE_MAJOR} is needed"))
+        }
+    });
+    report.check(&format!("node {NODE_MAJOR}"), outcome);
+}
+
+/// run.json read as the runner reads it, and the CLI it names answering `--version` with the
+/// bundle manifest's `cliVersion`.
+fn run_dir(report: &mut Report, dir: &Path) {
+    let run_json = dir.join("run.json");
+    let parsed = std::fs::read(&run_json)
+        .map_err(|error| format!("{}: {error}", run_json.display()))
+        .and_then(|bytes| {
+            serde_json::from_slice::<RunFile>(&bytes)
+                .map_err(|error| format!("{}: {error}", run_json.display()))
+        });
+    let file = match parsed {
+        Ok(file) => {
+            report.check("run.json", Ok(()));
+            file
+        }
+        Err(reason) => {
+            report.check("run.json", Err(reason));
+            return;
+        }
+    };
+    let printed = version(&file.cli, "--version");
+    let bundle = dir.join(&file.bundle);
+    let manifest = bundle.join("manifest.json");
+    if !manifest.exists() {
+        // No bundle yet: the CLI answering is all there is to check.
+        report.check("cli --version", printed.map(|_| ()));
+        return;
+    }
+    let verified = harness_bundle::verify_bundle(&bundle, Some(&file.bundle_digest))
+        .map_err(|error| error.to_string())
+        .and_then(|verification| {
+            let listed: Vec<String> =
+                verification.mismatches.iter().map(ToString::to_string).collect();
+            if listed.is_empty() { Ok(()) } else { Err(listed.join("; ")) }
+        });
+    report.check("bundle", verified);
+    let recorded = std::fs::read(&manifest)
+        .map_err(|error| format!("{}: {error}", manifest.display()))
+        .and_then(|bytes| {
+            serde_json::from_slice::<serde_json::Value>(&bytes)
+                .map_err(|error| format!("{}: {error}", manifest.display()))
+        })
+        .and_then(|value| {
+            value["cliVersion"]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{} records no cliVersion", manifest.display()))
+        });
+    let outcome = recorded.and_then(|expected| {
+        let actual = printed?;
+        let actual = actual.trim();
+        if actual == expected {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} --version printed {actual:?}; the bundle records cliVersion {expected:?}",
+                file.cli.display()
+            ))
+        }
+    });
+    report.check("cli --version", outcome);
+}
+
+/// `state` and `message.read` answered in the shapes the runner parses. `message.read` goes
+/// with `limit: 0` and no `after`: a broker that knows the mark-only form takes no message.
+fn broker(report: &mut Report, socket: &Path, cap: &Capability) {
+    let broker =
+        UnixBroker::new(BrokerConfig { socket: socket.to_path_buf(), timeout: BROKER_TIMEOUT });
+    let state = broker.call(cap, Verb::State, &json!({"cap": 1})).map_err(broker_error).and_then(
+        |result| {
+            serde_json::from_value::<StateResult>(result).map(|_| ()).map_err(|error| {
+                format!(
+                    "the result is not {{\"launch\": {{state, at, event}}, \"tasks\": {{open, \
+                     total}}}} ({error}); the runner would fail every turn with malformed-state"
+                )
+            })
+        },
+    );
+    report.check("broker state", state);
+    let read = broker
+        .call(cap, Verb::MessageRead, &json!({"limit": 0}))
+        .map_err(broker_error)
+        .and_then(|result| {
+            let parsed = serde_json::from_value::<MessageReadResult>(result).map_err(|error| {
+                format!("the result is not {{\"message\": null or a message}} ({error})")
+            })?;
+            match parsed.message {
+                None => Ok(()),
+                Some(message) => Err(format!(
+                    "with limit 0 the broker returned message {:?}: it does not know the \
+                     mark-only form, and may have taken that message",
+                    message.id
+                )),
+            }
+        });
+    report.check("broker message.read", read);
+}
+
+/// A broker error as a reason; a refusal by its code only, the broker's own message left out.
+fn broker_error(error: BrokerError) -> String {
+    match error {
+        BrokerError::Refused { code, .. } => format!("refused: {code}"),
+        other => other.to_string(),
+    }
+}
+
+/// Runs `program ARG` with only PATH in its environment, stdin closed and a wall clock of 10 s,
+/// as the runner runs its CLI's `--version`; returns what it printed on stdout.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "doctor runs each installed binary's, Node's and the CLI's --version, nothing else"
+)]
+fn version(program: &Path, arg: &str) -> Result<String, String> {
+    let shown = program.display();
+    let mut child = Command::new(program)
+        .arg(arg)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|error| format!("cannot run {shown} {arg}: {error}"))?;
+    // The output is read on its own thread, so a child that prints much cannot stall the wait.
+    let stdout = child.stdout.take();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(stdout) = stdout {
+            let _ = stdout.take(MAX_VERSION_OUTPUT).read_to_end(&mut out);
+        }
+        let _ = sender.send(out);
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() > VERSION_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{shown} {arg} gave no answer in 10 s"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(error) => return Err(format!("cannot wait for {shown} {arg}: {error}")),
+        }
+    };
+    if !status.success() {
+        return Err(format!("{shown} {arg} exited with {status}"));
+    }
+    // A process it left behind may hold stdout open: what came within the wall clock counts.
+    let left = VERSION_TIMEOUT.saturating_sub(start.elapsed()).max(Duration::from_millis(100));
+    let out = receiver
+        .recv_timeout(left)
+        .map_err(|_| format!("{shown} {arg} exited but its stdout stayed open"))?;
+    String::from_utf8(out).map_err(|_| format!("{shown} {arg} printed text that is not UTF-8"))
+}

@@ -1,0 +1,351 @@
+//! `harness doctor`: an install, a run directory's CLI and a broker, checked one line each.
+
+use std::io::Write as _;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use harness_adapters::InstallLayout;
+use harness_testkit::{
+    BrokerAnswer, ScriptedBroker, require_node, tools_bin_dir, workspace_binary,
+};
+use serde_json::json;
+
+use super::bundle::{harness, setup};
+
+/// The capability the broker tests send; it must appear nowhere in doctor's output.
+const CAP: &str = "cap-SECRET-5b1e9d";
+
+/// An install prefix made of the workspace's built binaries and its assets, hard-linked (or
+/// copied across file systems) into `dir/prefix`, as `cargo xtask dist` lays them out.
+fn good_prefix(dir: &Path) -> PathBuf {
+    let prefix = dir.join("prefix");
+    let bin_dir = workspace_binary("harness").parent().unwrap().to_path_buf();
+    let source = InstallLayout::from_checkout(&harness_testkit::workspace_root(), &bin_dir);
+    for ((from, _), (to, _)) in
+        source.files().into_iter().zip(InstallLayout::under(&prefix).files())
+    {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+    prefix
+}
+
+/// A directory holding an executable script `name` that prints `printed` for `--version`.
+fn fake_program(dir: &Path, name: &str, printed: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o755).open(&path).unwrap();
+    writeln!(file, "#!/bin/sh\necho '{printed}'").unwrap();
+    path
+}
+
+/// `harness doctor ARGS` with PATH = `path_first`, Node 24's directory, /usr/bin, /bin, and
+/// `stdin` on its stdin.
+#[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
+fn doctor(args: &[&str], path_first: Option<&Path>, stdin: &str) -> Output {
+    let mut path = String::new();
+    if let Some(first) = path_first {
+        path.push_str(&format!("{}:", first.display()));
+    }
+    path.push_str(&format!("{}:/usr/bin:/bin", tools_bin_dir().display()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("doctor")
+        .args(args)
+        .env_clear()
+        .env("PATH", path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}stderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn stdout_lines(output: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect()
+}
+
+fn good_state() -> serde_json::Value {
+    json!({
+        "launch": {"state": "running", "at": "2026-11-30T09:00:00Z", "event": "ev-41"},
+        "tasks": {"open": [{"ref": "web-1", "title": "Ship"}], "total": 1}
+    })
+}
+
+#[test]
+fn a_good_install_passes_every_check() {
+    let Some(_node) = require_node() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let output = doctor(&["--prefix", prefix.to_str().unwrap()], None, "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{context}");
+    let lines = stdout_lines(&output);
+    // One line per file of the layout, one per binary's --version, one for Node.
+    let files = InstallLayout::under(&prefix).files();
+    let binaries = files.iter().filter(|(_, mode)| mode & 0o111 != 0).count();
+    assert_eq!(lines.len(), files.len() + binaries + 1, "{context}");
+    assert!(lines.iter().all(|line| line.starts_with("ok ")), "{context}");
+    for name in ["ok file bin/harness-gate", "ok version bin/harness-runner", "ok node 24"] {
+        assert!(lines.iter().any(|line| line == name), "{name}: {context}");
+    }
+}
+
+#[test]
+fn a_missing_binary_a_missing_asset_and_a_binary_not_executable_fail_naming_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    std::fs::remove_file(prefix.join("bin/harness-mcp")).unwrap();
+    std::fs::remove_file(prefix.join("share/harness/pi/extension.mjs")).unwrap();
+    // A copy, so the workspace's own binary keeps its mode.
+    let gate = prefix.join("bin/harness-gate");
+    let bytes = std::fs::read(&gate).unwrap();
+    std::fs::remove_file(&gate).unwrap();
+    std::fs::write(&gate, bytes).unwrap();
+    std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = doctor(&["--prefix", prefix.to_str().unwrap()], None, "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let lines = stdout_lines(&output);
+    for name in [
+        "FAIL file bin/harness-mcp: ",
+        "FAIL file share/harness/pi/extension.mjs: ",
+        "FAIL file bin/harness-gate: ",
+    ] {
+        assert!(lines.iter().any(|line| line.starts_with(name)), "{name}: {context}");
+    }
+    assert!(lines.iter().any(|line| line == "ok file bin/harness-runner"), "{context}");
+    assert!(!lines.iter().any(|line| line.contains("version bin/harness-mcp")), "{context}");
+}
+
+#[test]
+fn a_binary_of_another_release_and_the_wrong_node_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    std::fs::remove_file(prefix.join("bin/harness-unslop")).unwrap();
+    fake_program(&prefix.join("bin"), "harness-unslop", "harness-unslop 0.0.9");
+    let old_node = dir.path().join("old-node");
+    fake_program(&old_node, "node", "v20.20.2");
+    let output = doctor(&["--prefix", prefix.to_str().unwrap()], Some(&old_node), "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let lines = stdout_lines(&output);
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("FAIL version bin/harness-unslop: ")
+                && line.contains("0.0.9")),
+        "{context}"
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with("FAIL node 24: ") && line.contains("v20.20.2")),
+        "{context}"
+    );
+}
+
+/// A run directory for a bundle built for the pi route, whose CLI prints `printed`.
+fn run_dir(dir: &Path, printed: &str) -> PathBuf {
+    let request = setup(dir, "pm", "fallback");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let bundle = run.join("bundle");
+    let built = harness(&[
+        "bundle",
+        "build",
+        "--request",
+        request.to_str().unwrap(),
+        "--out",
+        bundle.to_str().unwrap(),
+    ]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let digest = String::from_utf8_lossy(&built.stdout).trim().to_owned();
+    let cli = fake_program(&dir.join("cli"), "pi", printed);
+    let run_json = json!({
+        "broker": dir.join("broker.sock"),
+        "workspace": dir.join("ws"),
+        "bundleDigest": digest,
+        "cli": cli,
+    });
+    std::fs::write(run.join("run.json"), run_json.to_string()).unwrap();
+    run
+}
+
+#[test]
+fn the_cli_a_run_names_must_print_the_bundles_cli_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let good = run_dir(&dir.path().join("good"), "0.85.1");
+    let output =
+        doctor(&["--prefix", prefix.to_str().unwrap(), "--run", good.to_str().unwrap()], None, "");
+    let context = text(&output);
+    let lines = stdout_lines(&output);
+    for name in ["ok run.json", "ok bundle", "ok cli --version"] {
+        assert!(lines.iter().any(|line| line == name), "{name}: {context}");
+    }
+    let other = run_dir(&dir.path().join("other"), "0.84.0");
+    let output =
+        doctor(&["--prefix", prefix.to_str().unwrap(), "--run", other.to_str().unwrap()], None, "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    assert!(
+        stdout_lines(&output).iter().any(|line| line.starts_with("FAIL cli --version: ")
+            && line.contains("0.84.0")
+            && line.contains("0.85.1")),
+        "{context}"
+    );
+}
+
+fn broker_doctor(prefix: &Path, broker: &ScriptedBroker) -> Output {
+    doctor(
+        &[
+            "--prefix",
+            prefix.to_str().unwrap(),
+            "--broker",
+            broker.socket().to_str().unwrap(),
+            "--cap-stdin",
+        ],
+        None,
+        &format!("{{\"cap\": \"{CAP}\"}}\n"),
+    )
+}
+
+#[test]
+fn a_broker_in_the_runners_shapes_passes_and_no_message_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let broker = ScriptedBroker::start().unwrap();
+    broker.answer("state", BrokerAnswer::result(good_state()));
+    broker.answer("message.read", BrokerAnswer::result(json!({"message": null})));
+    let output = broker_doctor(&prefix, &broker);
+    let context = text(&output);
+    let lines = stdout_lines(&output);
+    for name in ["ok broker state", "ok broker message.read"] {
+        assert!(lines.iter().any(|line| line == name), "{name}: {context}");
+    }
+    assert!(!context.contains(CAP), "{context}");
+    let reads = broker.calls_of("message.read");
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].args, json!({"limit": 0}));
+    assert_eq!(reads[0].cap, CAP);
+}
+
+#[test]
+fn a_broker_answering_state_in_a_wrong_shape_fails_and_the_capability_stays_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let broker = ScriptedBroker::start().unwrap();
+    // The wrong shape carries the capability back, where a parse error would quote it.
+    broker.answer(
+        "state",
+        BrokerAnswer::result(json!({"launch": CAP, "tasks": {"open": [], "total": 0}})),
+    );
+    broker.answer(
+        "message.read",
+        BrokerAnswer::result(json!({"message": {"id": "m-1", "from": "jo", "kind": "message",
+            "sentAt": "2026-11-30T09:00:00Z", "text": "hi"}})),
+    );
+    let output = broker_doctor(&prefix, &broker);
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let lines = stdout_lines(&output);
+    assert!(
+        lines.iter().any(|line| line.starts_with("FAIL broker state: ")
+            && line.contains("malformed-state")),
+        "{context}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("FAIL broker message.read: ") && line.contains("m-1")),
+        "{context}"
+    );
+    assert!(!context.contains(CAP), "the capability leaked: {context}");
+}
+
+#[test]
+fn a_refusing_or_absent_broker_fails_naming_the_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let broker = ScriptedBroker::start().unwrap();
+    broker.answer("state", BrokerAnswer::refuse("cap-revoked"));
+    let output = broker_doctor(&prefix, &broker);
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let lines = stdout_lines(&output);
+    assert!(
+        lines.iter().any(|line| line == "FAIL broker state: refused: cap-revoked"),
+        "{context}"
+    );
+    // The scripted broker refuses an unscripted verb with `unscripted`.
+    assert!(
+        lines.iter().any(|line| line == "FAIL broker message.read: refused: unscripted"),
+        "{context}"
+    );
+    assert!(!context.contains(CAP), "{context}");
+    let gone = broker.socket().with_file_name("gone.sock");
+    let output = doctor(
+        &["--prefix", prefix.to_str().unwrap(), "--broker", gone.to_str().unwrap(), "--cap-stdin"],
+        None,
+        &format!("{{\"cap\": \"{CAP}\"}}\n"),
+    );
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    for name in ["FAIL broker state: ", "FAIL broker message.read: "] {
+        assert!(
+            stdout_lines(&output)
+                .iter()
+                .any(|line| line.starts_with(name) && line.contains("unreachable")),
+            "{name}: {context}"
+        );
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_and_a_bad_capability_line_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    let prefix = prefix.to_str().unwrap();
+    for args in [
+        vec![],
+        vec!["--prefix", prefix, "--broker", "/nonexistent.sock"],
+        vec!["--prefix", prefix, "--cap-stdin"],
+        vec!["--prefix", prefix, "--cap", CAP],
+    ] {
+        let output = doctor(&args, None, "");
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+    }
+    // A stdin that is not the runner's capability line: one error naming the shape, never the
+    // line, and no check runs.
+    let output = doctor(
+        &["--prefix", prefix, "--broker", "/nonexistent.sock", "--cap-stdin"],
+        None,
+        "cap-without-json\n",
+    );
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    assert!(output.stdout.is_empty(), "{context}");
+    assert!(context.contains("{\"cap\": \"...\"}"), "{context}");
+    assert!(!context.contains("cap-without-json"), "{context}");
+}
+
+#[test]
+fn help_says_message_read_goes_with_limit_0() {
+    let output = harness(&["doctor", "--help"]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{help}");
+    assert!(help.contains("{\"limit\": 0}") && help.contains("mark-only"), "{help}");
+}
