@@ -146,18 +146,18 @@ fn claude_code_settings_deny_the_bundle_and_the_install() {
     assert!(!settings["permissions"]["deny"].to_string().contains("r 1"), "{settings}");
     // An install directory that holds the workspace, or lies inside it, gets no rule: it would
     // deny the session its own files (the canary found the first with its install in /tmp).
-    let around = InstallLayout::under(Path::new("/work"));
-    let inside = ModuleContext { workspace: Path::new("/work/bin/ws"), layout: &around, ..cx };
+    let around = InstallLayout::under(Path::new("/srv"));
+    let inside = ModuleContext { workspace: Path::new("/srv/bin/ws"), layout: &around, ..cx };
     let files = module("claude-code").unwrap().files(&inside).unwrap();
     let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
     let deny = settings["permissions"]["deny"].to_string();
-    assert!(!deny.contains("//work/bin/"), "{deny}");
-    assert!(deny.contains("//work/share/harness/pi/**"), "{deny}");
-    let within = ModuleContext { workspace: Path::new("/work/share"), layout: &around, ..cx };
+    assert!(!deny.contains("//srv/bin/"), "{deny}");
+    assert!(deny.contains("//srv/share/harness/pi/**"), "{deny}");
+    let within = ModuleContext { workspace: Path::new("/srv/share"), layout: &around, ..cx };
     let files = module("claude-code").unwrap().files(&within).unwrap();
     let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
     let deny = settings["permissions"]["deny"].to_string();
-    assert!(!deny.contains("//work/share/"), "{deny}");
+    assert!(!deny.contains("//srv/share/"), "{deny}");
 }
 
 /// Issue 13, item 4: a role with no file tool gets `MOSAIC_TOOLS=""`, and the adapter passes
