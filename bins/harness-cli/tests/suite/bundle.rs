@@ -55,14 +55,7 @@ fn a_bundle_built_for_each_harness_passes_verify() {
     {
         let request = setup(dir.path(), resolved, route);
         let out = dir.path().join(format!("bundle-{route}"));
-        let built = harness(&[
-            "bundle",
-            "build",
-            "--request",
-            request.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let built = build(&request, &out);
         assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
         let digest = String::from_utf8_lossy(&built.stdout).trim().to_owned();
         assert_eq!(
@@ -116,14 +109,7 @@ fn a_refused_build_names_its_code_and_writes_nothing() {
     let request = setup(dir.path(), "pm", "primary");
     let out = dir.path().join("bundle");
     std::fs::create_dir(&out).unwrap();
-    let built = harness(&[
-        "bundle",
-        "build",
-        "--request",
-        request.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let built = build(&request, &out);
     assert_eq!(built.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&built.stderr).contains("bundle-exists"),
@@ -141,14 +127,7 @@ fn verify_checks_the_digest_the_adapter_modes_and_refuses_a_key_outside() {
     let dir = tempfile::tempdir().unwrap();
     let request = setup(dir.path(), "pm", "primary");
     let out = dir.path().join("bundle");
-    let built = harness(&[
-        "bundle",
-        "build",
-        "--request",
-        request.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let built = build(&request, &out);
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let digest = String::from_utf8_lossy(&built.stdout).trim().to_owned();
     let verify = |digest: Option<&str>| {
@@ -192,4 +171,16 @@ fn verify_checks_the_digest_the_adapter_modes_and_refuses_a_key_outside() {
         stdout.lines().any(|line| line == "policy.json: mode 0644, the bundle's is 0600"),
         "{stdout}"
     );
+}
+
+/// `harness bundle build --request REQUEST --out OUT`.
+pub(crate) fn build(request: &Path, out: &Path) -> std::process::Output {
+    harness(&[
+        "bundle",
+        "build",
+        "--request",
+        request.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
 }

@@ -11,7 +11,7 @@ use harness_testkit::{
 };
 use serde_json::json;
 
-use super::bundle::{harness, setup};
+use super::bundle::{build, harness, setup};
 
 /// The capability the broker tests send; it must appear nowhere in doctor's output.
 const CAP: &str = "cap-SECRET-5b1e9d";
@@ -163,14 +163,7 @@ fn run_dir(dir: &Path, printed: &str) -> PathBuf {
     let run = dir.join("run");
     std::fs::create_dir_all(&run).unwrap();
     let bundle = run.join("bundle");
-    let built = harness(&[
-        "bundle",
-        "build",
-        "--request",
-        request.to_str().unwrap(),
-        "--out",
-        bundle.to_str().unwrap(),
-    ]);
+    let built = build(&request, &bundle);
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let digest = String::from_utf8_lossy(&built.stdout).trim().to_owned();
     let cli = fake_program(&dir.join("cli"), "pi", printed);

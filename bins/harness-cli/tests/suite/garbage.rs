@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::bundle::{harness, setup};
+use super::bundle::{build, harness, setup};
 
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -129,16 +129,4 @@ fn arguments_that_are_not_utf8_are_a_usage_error() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(r#"the argument "/tmp/\xFF.json" is not UTF-8"#), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-}
-
-/// `harness bundle build --request REQUEST --out OUT`.
-fn build(request: &Path, out: &Path) -> std::process::Output {
-    harness(&[
-        "bundle",
-        "build",
-        "--request",
-        request.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
 }
