@@ -1,7 +1,5 @@
 //! The request a turn gets: the state block, the message header, the message.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde::Deserialize;
 
 // The runner reads `message` as JSON first (a malformed one is answered or skipped by its id),
@@ -124,29 +122,13 @@ fn one_line(text: &str) -> String {
 
 /// Now, as RFC 3339 UTC to the second.
 pub(crate) fn now_rfc3339() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    rfc3339(secs)
+    rfc3339(jiff::Timestamp::now())
 }
 
-/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (the civil-from-days algorithm).
-fn rfc3339(secs: u64) -> String {
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+/// `at` as `YYYY-MM-DDTHH:MM:SSZ`, truncated to the second.
+fn rfc3339(at: jiff::Timestamp) -> String {
+    let second = jiff::Timestamp::from_second(at.as_second()).unwrap_or(at);
+    format!("{second:.0}")
 }
 
 #[cfg(test)]
@@ -155,9 +137,12 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_796_010_000), "2026-11-30T03:40:00Z");
+        let at = |second: i64| jiff::Timestamp::from_second(second).unwrap();
+        assert_eq!(rfc3339(at(0)), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(at(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(at(1_796_010_000)), "2026-11-30T03:40:00Z");
+        let late = jiff::Timestamp::new(1_796_010_000, 999_999_999).unwrap();
+        assert_eq!(rfc3339(late), "2026-11-30T03:40:00Z");
     }
 
     #[test]
