@@ -59,7 +59,7 @@ fn session(cli: Cli, bin_dir: &Path, endpoint: Option<Endpoint>) -> Result<std::
         bail!("{} is not installed although setup ran; see the line above", cli.name());
     };
     let scripted = endpoint.is_none();
-    let options = SessionOptions { endpoint, ..SessionOptions::from_checkout(bin_dir) };
+    let options = SessionOptions { endpoint, ..SessionOptions::from_checkout(bin_dir)? };
     let scenario =
         SessionScenario::with_options(&paths, options).context("cannot lay out the session")?;
     let turns = scenario.script_standard();

@@ -9,9 +9,10 @@
 
 use std::fs::DirBuilder;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
+use camino::{Utf8Path, Utf8PathBuf};
 use harness_adapters::InstallLayout;
 
 use crate::cargo::Cargo;
@@ -28,22 +29,26 @@ const PACKAGES: [&str; 5] = [
 
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     let prefix = match args {
-        ["--prefix", prefix] => PathBuf::from(prefix),
+        ["--prefix", prefix] => Utf8Path::new(prefix),
         _ => bail!("usage: cargo xtask dist --prefix DIR"),
     };
-    let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
+    // The layout's paths are text in every bundle's manifest: UTF-8, the directory included.
+    let prefix = camino::absolute_utf8(prefix).context("the prefix made absolute is not UTF-8")?;
     eprintln!("dist: building the release binaries ...");
     let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, true)?;
     eprintln!("dist: installing from {}", bin_dir.display());
-    let from = InstallLayout::from_checkout(root, &bin_dir);
+    let utf8 = |path: &Path| {
+        Utf8PathBuf::try_from(path.to_path_buf()).map_err(|_| anyhow!("{path:?} is not UTF-8"))
+    };
+    let from = InstallLayout::from_checkout(&utf8(root)?, &utf8(&bin_dir)?);
     let to = InstallLayout::under(&prefix);
     let installed = install(&from, &to)?;
-    eprintln!("dist: installed {installed} files under {}", prefix.display());
+    eprintln!("dist: installed {installed} files under {prefix}");
     Ok(())
 }
 
 /// Returns every file of the layout: (source in `from`, destination in `to`, mode).
-fn files(from: &InstallLayout, to: &InstallLayout) -> Vec<(PathBuf, PathBuf, u32)> {
+fn files(from: &InstallLayout, to: &InstallLayout) -> Vec<(Utf8PathBuf, Utf8PathBuf, u32)> {
     from.files()
         .into_iter()
         .zip(to.files())
@@ -58,13 +63,13 @@ pub(crate) fn install(from: &InstallLayout, to: &InstallLayout) -> Result<usize>
     let missing: Vec<String> = files
         .iter()
         .filter(|(source, ..)| !source.is_file())
-        .map(|(source, ..)| source.display().to_string())
+        .map(|(source, ..)| source.to_string())
         .collect();
     if !missing.is_empty() {
         bail!("nothing installed: these files are missing:\n  {}", missing.join("\n  "));
     }
     for (source, target, mode) in &files {
-        copy_into_place(source, target, *mode)?;
+        copy_into_place(source.as_std_path(), target.as_std_path(), *mode)?;
     }
     Ok(files.len())
 }
@@ -87,9 +92,13 @@ mod tests {
 
     use super::*;
 
+    fn utf8(path: std::path::PathBuf) -> Utf8PathBuf {
+        Utf8PathBuf::try_from(path).unwrap()
+    }
+
     /// Writes every source file of `from` but those whose path ends with one of `except`.
     fn sources(from: &InstallLayout, except: &[&str]) -> usize {
-        let files = files(from, &InstallLayout::under(Path::new("/unused")));
+        let files = files(from, &InstallLayout::under(Utf8Path::new("/unused")));
         let written =
             files.iter().filter(|(source, ..)| !except.iter().any(|e| source.ends_with(e)));
         written
@@ -104,14 +113,17 @@ mod tests {
     #[test]
     fn install_copies_every_file_with_its_mode() {
         let dir = tempfile::tempdir().unwrap();
-        let from = InstallLayout::under(&dir.path().join("from"));
-        let to = InstallLayout::under(&dir.path().join("to"));
+        let from = InstallLayout::under(&utf8(dir.path().join("from")));
+        let to = InstallLayout::under(&utf8(dir.path().join("to")));
         let count = sources(&from, &[]);
         assert_eq!(install(&from, &to).unwrap(), count);
         // Installing again replaces the files in place.
         assert_eq!(install(&from, &to).unwrap(), count);
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-        assert_eq!((mode(&to.gate), mode(&to.adapters.join("pi.sh"))), (0o755, 0o644));
+        assert_eq!(
+            (mode(to.gate.as_std_path()), mode(to.adapters.join("pi.sh").as_std_path())),
+            (0o755, 0o644)
+        );
         assert_eq!(std::fs::read_to_string(&to.unslop_lists).unwrap(), "file 7");
         let leftovers: Vec<_> = std::fs::read_dir(to.gate.parent().unwrap())
             .unwrap()
@@ -123,8 +135,8 @@ mod tests {
     #[test]
     fn missing_binaries_are_all_named_and_nothing_is_installed() {
         let dir = tempfile::tempdir().unwrap();
-        let from = InstallLayout::under(&dir.path().join("from"));
-        let to = InstallLayout::under(&dir.path().join("to"));
+        let from = InstallLayout::under(&utf8(dir.path().join("from")));
+        let to = InstallLayout::under(&utf8(dir.path().join("to")));
         sources(&from, &["bin/harness-gate", "bin/harness"]);
         let error = install(&from, &to).unwrap_err().to_string();
         let named = |end: &str| error.lines().any(|line| line.trim().ends_with(end));

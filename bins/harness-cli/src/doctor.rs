@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use camino::Utf8Path;
 use harness_adapters::InstallLayout;
 use harness_bus::{Broker as _, BrokerConfig, BrokerError, Capability, UnixBroker};
 use harness_runner::{MessageReadResult, RunFile, StateResult};
@@ -114,15 +115,28 @@ fn read_capability() -> Result<(Capability, String), Failure> {
 /// Every file of the layout present, a regular file, readable (and executable for a binary),
 /// and every binary answering `--version` with its name and this release's version.
 fn install(report: &mut Report, prefix: &Path) {
+    let Some(prefix) = Utf8Path::from_path(prefix) else {
+        report.check("install prefix", Err(format!("{prefix:?} is not UTF-8")));
+        return;
+    };
     let layout = InstallLayout::under(prefix);
+    let missing = layout.missing().len();
+    let whole = match missing {
+        0 => Ok(()),
+        _ => Err(format!(
+            "{prefix} is not a harness install prefix: {missing} of the {} files an install holds are missing; `cargo xtask dist --prefix {prefix}` installs one",
+            layout.files().len()
+        )),
+    };
+    report.check("install prefix", whole);
     for (path, mode) in layout.files() {
-        let shown = path.strip_prefix(prefix).unwrap_or(&path).display().to_string();
+        let shown = path.strip_prefix(prefix).unwrap_or(&path).to_string();
         let binary = mode & 0o111 != 0;
-        let present = report.check(&format!("file {shown}"), file(&path, binary));
+        let present = report.check(&format!("file {shown}"), file(path.as_std_path(), binary));
         if binary && present {
-            let name = path.file_name().map(|name| name.to_string_lossy().into_owned());
-            let expected = format!("{} {}", name.unwrap_or_default(), env!("CARGO_PKG_VERSION"));
-            let answered = version(&path, "--version").and_then(|printed| {
+            let name = path.file_name().unwrap_or_default();
+            let expected = format!("{name} {}", env!("CARGO_PKG_VERSION"));
+            let answered = version(path.as_std_path(), "--version").and_then(|printed| {
                 let first = printed.lines().next().unwrap_or_default().trim();
                 if first == expected {
                     Ok(())
@@ -185,7 +199,7 @@ fn run_dir(report: &mut Report, dir: &Path) {
             return;
         }
     };
-    let printed = version(&file.cli, "--version");
+    let printed = version(file.cli.as_std_path(), "--version");
     let bundle = dir.join(&file.bundle);
     let manifest = bundle.join("manifest.json");
     if !manifest.exists() {
@@ -221,7 +235,7 @@ fn run_dir(report: &mut Report, dir: &Path) {
         } else {
             Err(format!(
                 "{} --version printed {actual:?}; the bundle records cliVersion {expected:?}",
-                file.cli.display()
+                file.cli
             ))
         }
     });

@@ -167,12 +167,13 @@ impl Fixture {
     /// Returns the PreToolUse hook command of the settings.json harness-adapters writes for a
     /// bundle in this directory whose gate is `gate`.
     fn hook(&self, gate: &Path) -> Result<String> {
+        let dir = harness_testkit::utf8(self.dir.path())?;
         let layout =
-            InstallLayout { gate: gate.to_owned(), ..InstallLayout::under(self.dir.path()) };
+            InstallLayout { gate: harness_testkit::utf8(gate)?, ..InstallLayout::under(&dir) };
         let builtin = ["Read", "Write", "Edit", "Grep", "Glob"].map(String::from);
-        let workspace = self.dir.path().join("ws");
+        let workspace = dir.join("ws");
         let cx = ModuleContext {
-            bundle_dir: self.dir.path(),
+            bundle_dir: &dir,
             workspace: &workspace,
             layout: &layout,
             typed: &[],

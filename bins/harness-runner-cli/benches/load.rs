@@ -195,7 +195,10 @@ impl World {
     fn new(root: &Path, bin: &Path) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("harness-bench-load-").tempdir()?;
         let base = dir.path().canonicalize()?;
-        let layout = InstallLayout::from_checkout(root, bin);
+        let layout = InstallLayout::from_checkout(
+            &harness_testkit::utf8(root)?,
+            &harness_testkit::utf8(bin)?,
+        );
         let resolved = ResolvedInstance::load(&root.join("fixtures/resolved/assistant.json"))?;
         let skills = base.join("skills");
         std::fs::create_dir_all(&skills)?;
@@ -215,7 +218,7 @@ impl World {
             std::fs::create_dir_all(&run)?;
             std::fs::create_dir_all(&workspace)?;
             let built = build_bundle(&BundleRequest {
-                dir: run.join("bundle"),
+                dir: harness_testkit::utf8(run.join("bundle"))?,
                 resolved: &resolved,
                 contract: "# Role contract: assistant\n".to_owned(),
                 arbiter: Default::default(),
@@ -224,7 +227,7 @@ impl World {
                 session: SessionInfo {
                     run: "run-1".into(),
                     launched_by: "bench".into(),
-                    workspace: workspace.clone(),
+                    workspace: harness_testkit::utf8(workspace.clone())?,
                 },
                 harness: module("pi").ok_or("no pi module")?,
                 route: Route::Primary,
@@ -233,7 +236,7 @@ impl World {
                 cli_version: cli_version.clone(),
                 models: resolved.launch.models.clone(),
                 land: None,
-                skills_dir: skills.clone(),
+                skills_dir: harness_testkit::utf8(skills.clone())?,
                 install: layout.clone(),
                 network: "host".into(),
             })?;

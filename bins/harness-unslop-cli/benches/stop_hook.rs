@@ -41,8 +41,8 @@ const SLOP_SENTENCES: &[&str] = &[
 
 fn main() -> Result<()> {
     let hook = Path::new(env!("CARGO_BIN_EXE_harness-unslop"));
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let lists = InstallLayout::from_checkout(&workspace, Path::new("")).unslop_lists;
+    let workspace = camino::Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lists = InstallLayout::from_checkout(&workspace, camino::Utf8Path::new("")).unslop_lists;
     let runs = runs();
     let dir = tempfile::Builder::new().prefix("harness-bench-unslop-").tempdir()?;
     let path = |name: &str| dir.path().join(name);

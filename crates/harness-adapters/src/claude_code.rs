@@ -1,6 +1,6 @@
 //! Claude Code 2.1.296.
 
-use std::path::{Path, PathBuf};
+use camino::{Utf8Path, Utf8PathBuf};
 
 use harness_contract::Harness;
 use serde_json::json;
@@ -59,7 +59,7 @@ impl ClaudeCode {
     /// and the install from reaching it. The gate stays the path check: these are a second layer.
     fn deny(cx: &ModuleContext<'_>) -> Vec<String> {
         let layout = cx.layout;
-        let mut dirs: Vec<&Path> = vec![cx.bundle_dir];
+        let mut dirs: Vec<&Utf8Path> = vec![cx.bundle_dir];
         for file in [
             &layout.gate,
             &layout.mcp,
@@ -81,8 +81,10 @@ impl ClaudeCode {
             // `//` starts an absolute path in a rule. A path with a character the rule syntax
             // or its gitignore-style matching gives a meaning to gets no rule rather than a
             // rule that may match something else (docs/bundle.md).
-            let Some(text) = dir.to_str().filter(|text| is_rule_safe(text)) else { continue };
-            let text = text.trim_end_matches('/');
+            if !is_rule_safe(dir.as_str()) {
+                continue;
+            }
+            let text = dir.as_str().trim_end_matches('/');
             for tool in ["Read", "Edit"] {
                 let rule = format!("{tool}(/{text}/**)");
                 if !rules.contains(&rule) {
@@ -187,7 +189,7 @@ impl HarnessModule for ClaudeCode {
         ]
     }
 
-    fn adapter(&self, layout: &InstallLayout) -> PathBuf {
+    fn adapter(&self, layout: &InstallLayout) -> Utf8PathBuf {
         layout.adapters.join("claude-code.sh")
     }
 }

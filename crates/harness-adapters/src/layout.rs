@@ -1,6 +1,6 @@
 //! Where the binaries and assets a bundle points at are installed.
 
-use std::path::{Path, PathBuf};
+use camino::{Utf8Path, Utf8PathBuf};
 
 /// The adapter scripts in the layout's `adapters` directory, one per harness.
 const ADAPTER_SCRIPTS: [&str; 2] = ["pi.sh", "claude-code.sh"];
@@ -17,28 +17,28 @@ const ADAPTER_SCRIPTS: [&str; 2] = ["pi.sh", "claude-code.sh"];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallLayout {
     /// `harness-gate`.
-    pub gate: PathBuf,
+    pub gate: Utf8PathBuf,
     /// `harness-mcp`.
-    pub mcp: PathBuf,
+    pub mcp: Utf8PathBuf,
     /// `harness-unslop`.
-    pub unslop: PathBuf,
+    pub unslop: Utf8PathBuf,
     /// `harness-runner`, which the host starts once per session.
-    pub runner: PathBuf,
+    pub runner: Utf8PathBuf,
     /// `harness`, the operator's command (`harness bundle build`, `harness unslop counts`).
-    pub harness: PathBuf,
+    pub harness: Utf8PathBuf,
     /// The Pi extension: the gate on every tool call, the typed tools, the turn marker.
-    pub pi_extension: PathBuf,
+    pub pi_extension: Utf8PathBuf,
     /// Pi's unslop extension.
-    pub pi_unslop_extension: PathBuf,
+    pub pi_unslop_extension: Utf8PathBuf,
     /// The directory holding `pi.sh` and `claude-code.sh`.
-    pub adapters: PathBuf,
+    pub adapters: Utf8PathBuf,
     /// The unslop check's lists.json.
-    pub unslop_lists: PathBuf,
+    pub unslop_lists: Utf8PathBuf,
 }
 
 impl InstallLayout {
     /// The layout under an install prefix.
-    pub fn under(prefix: &Path) -> Self {
+    pub fn under(prefix: &Utf8Path) -> Self {
         let share = prefix.join("share/harness");
         Self {
             gate: prefix.join("bin/harness-gate"),
@@ -53,9 +53,22 @@ impl InstallLayout {
         }
     }
 
+    /// The prefix this layout is [`InstallLayout::under`], if it is one (not a checkout's).
+    pub fn prefix(&self) -> Option<&Utf8Path> {
+        let prefix = self.gate.parent()?.parent()?;
+        (Self::under(prefix) == *self).then_some(prefix)
+    }
+
+    /// The files of [`InstallLayout::files`] that are not there as regular files (a directory, a
+    /// dangling link or nothing at all), in the same order.
+    pub fn missing(&self) -> Vec<Utf8PathBuf> {
+        let is_file = |path: &Utf8Path| std::fs::metadata(path).is_ok_and(|meta| meta.is_file());
+        self.files().into_iter().map(|(path, _)| path).filter(|path| !is_file(path)).collect()
+    }
+
     /// Every path of the layout with its request field name (`install.gate`, ...), in a fixed
     /// order: for the checks that go over all of them.
-    pub fn paths(&self) -> [(&'static str, &Path); 9] {
+    pub fn paths(&self) -> [(&'static str, &Utf8Path); 9] {
         [
             ("install.gate", &self.gate),
             ("install.mcp", &self.mcp),
@@ -71,7 +84,7 @@ impl InstallLayout {
 
     /// Every file an install holds, with the mode it is installed with (binaries 0755, assets
     /// 0644): what `cargo xtask dist` copies, so nothing of the layout can be left out.
-    pub fn files(&self) -> Vec<(PathBuf, u32)> {
+    pub fn files(&self) -> Vec<(Utf8PathBuf, u32)> {
         // Destructured without `..`: a new field does not compile until it is listed here.
         let Self {
             gate,
@@ -84,7 +97,7 @@ impl InstallLayout {
             adapters,
             unslop_lists,
         } = self;
-        let mut files: Vec<(PathBuf, u32)> =
+        let mut files: Vec<(Utf8PathBuf, u32)> =
             [gate, mcp, unslop, runner, harness].map(|binary| (binary.clone(), 0o755)).into();
         files.extend(
             [pi_extension, pi_unslop_extension, unslop_lists].map(|asset| (asset.clone(), 0o644)),
@@ -95,7 +108,7 @@ impl InstallLayout {
 
     /// The layout of a workspace checkout: binaries from `bin_dir` (`target/debug`), assets from
     /// the sources. For tests and the demo, which run without `cargo xtask dist`.
-    pub fn from_checkout(workspace: &Path, bin_dir: &Path) -> Self {
+    pub fn from_checkout(workspace: &Utf8Path, bin_dir: &Utf8Path) -> Self {
         let assets = workspace.join("crates/harness-adapters/assets");
         Self {
             gate: bin_dir.join("harness-gate"),

@@ -13,7 +13,7 @@ mod pi;
 
 pub use claude_code::MCP_SERVER;
 
-use std::path::{Path, PathBuf};
+use camino::{Utf8Path, Utf8PathBuf};
 
 pub use claude_code::ClaudeCode;
 pub use layout::InstallLayout;
@@ -23,9 +23,9 @@ pub use pi::Pi;
 #[derive(Debug, Clone, Copy)]
 pub struct ModuleContext<'a> {
     /// Where the bundle will be once written (its files point at each other by this path).
-    pub bundle_dir: &'a Path,
+    pub bundle_dir: &'a Utf8Path,
     /// The session's workspace, absolute.
-    pub workspace: &'a Path,
+    pub workspace: &'a Utf8Path,
     /// Where the binaries and assets are installed.
     pub layout: &'a InstallLayout,
     /// The typed tool names the session gets.
@@ -66,7 +66,7 @@ pub struct Asset {
     /// The manifest's name for it (`gate`, `extension`, `mcpServer`, `unslopHook`, ...).
     pub role: &'static str,
     /// Where it is installed.
-    pub path: PathBuf,
+    pub path: Utf8PathBuf,
 }
 
 /// One harness: the bundle core's only view of Pi or Claude Code.
@@ -101,7 +101,7 @@ pub trait HarnessModule: Sync + std::fmt::Debug {
     /// unslop check's hook or extension and lists.
     fn assets(&self, layout: &InstallLayout) -> Vec<Asset>;
     /// The adapter script the runner runs as `/bin/sh ADAPTER`.
-    fn adapter(&self, layout: &InstallLayout) -> PathBuf;
+    fn adapter(&self, layout: &InstallLayout) -> Utf8PathBuf;
 }
 
 static MODULES: [&dyn HarnessModule; 2] = [&Pi, &ClaudeCode];
@@ -121,6 +121,6 @@ pub fn modules() -> &'static [&'static dyn HarnessModule] {
 pub const GATE_TIMEOUT_SECS: u32 = 10;
 
 /// Quotes `path` for `/bin/sh`.
-pub(crate) fn shell_quote(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+pub(crate) fn shell_quote(path: &Utf8Path) -> String {
+    format!("'{}'", path.as_str().replace('\'', r"'\''"))
 }

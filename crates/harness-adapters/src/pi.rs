@@ -1,6 +1,6 @@
 //! Pi 0.85.1.
 
-use std::path::PathBuf;
+use camino::Utf8PathBuf;
 
 use harness_contract::Harness;
 
@@ -70,7 +70,7 @@ impl HarnessModule for Pi {
         ]
     }
 
-    fn adapter(&self, layout: &InstallLayout) -> PathBuf {
+    fn adapter(&self, layout: &InstallLayout) -> Utf8PathBuf {
         layout.adapters.join("pi.sh")
     }
 }

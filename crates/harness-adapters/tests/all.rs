@@ -6,7 +6,7 @@
     reason = "a test fails loudly where its setup fails"
 )]
 
-use std::path::Path;
+use camino::Utf8Path;
 
 use harness_adapters::{InstallLayout, ModuleContext, S0_TOPICS, module, modules};
 
@@ -50,12 +50,12 @@ fn s0_lines_cover_the_five_topics_in_order() {
 
 #[test]
 fn claude_code_settings_wrap_the_gate_and_never_block_on_unslop() {
-    let layout = InstallLayout::under(Path::new("/opt/harness"));
+    let layout = InstallLayout::under(Utf8Path::new("/opt/harness"));
     let typed = strings(&["list_tasks"]);
     let builtin = strings(&["Read", "Write"]);
     let cx = ModuleContext {
-        bundle_dir: Path::new("/runs/r1/bundle"),
-        workspace: Path::new("/data/ws"),
+        bundle_dir: Utf8Path::new("/runs/r1/bundle"),
+        workspace: Utf8Path::new("/data/ws"),
         layout: &layout,
         typed: &typed,
         builtin: &builtin,
@@ -86,12 +86,12 @@ fn claude_code_settings_wrap_the_gate_and_never_block_on_unslop() {
 /// everywhere, so `allow` holds exactly the role's built-ins and the typed tools' server.
 #[test]
 fn claude_code_settings_allow_exactly_the_roles_built_ins_and_the_typed_tools() {
-    let layout = InstallLayout::under(Path::new("/opt/harness"));
+    let layout = InstallLayout::under(Utf8Path::new("/opt/harness"));
     let typed = strings(&["list_tasks"]);
     for builtin in [strings(&[]), strings(&["Read"]), strings(&["Read", "Write", "Edit"])] {
         let cx = ModuleContext {
-            bundle_dir: Path::new("/runs/r1/bundle"),
-            workspace: Path::new("/data/ws"),
+            bundle_dir: Utf8Path::new("/runs/r1/bundle"),
+            workspace: Utf8Path::new("/data/ws"),
             layout: &layout,
             typed: &typed,
             builtin: &builtin,
@@ -109,10 +109,10 @@ fn claude_code_settings_allow_exactly_the_roles_built_ins_and_the_typed_tools() 
 /// as absolute (`//`) paths, for reading and for editing; a path a rule would misread gets none.
 #[test]
 fn claude_code_settings_deny_the_bundle_and_the_install() {
-    let layout = InstallLayout::under(Path::new("/opt/harness"));
+    let layout = InstallLayout::under(Utf8Path::new("/opt/harness"));
     let cx = ModuleContext {
-        bundle_dir: Path::new("/runs/r1/bundle"),
-        workspace: Path::new("/data/ws"),
+        bundle_dir: Utf8Path::new("/runs/r1/bundle"),
+        workspace: Utf8Path::new("/data/ws"),
         layout: &layout,
         typed: &[],
         builtin: &[],
@@ -140,20 +140,20 @@ fn claude_code_settings_deny_the_bundle_and_the_install() {
             "Edit(//opt/harness/share/harness/adapters/**)",
         ]
     );
-    let odd = ModuleContext { bundle_dir: Path::new("/runs/r 1*/bundle"), ..cx };
+    let odd = ModuleContext { bundle_dir: Utf8Path::new("/runs/r 1*/bundle"), ..cx };
     let files = module("claude-code").unwrap().files(&odd).unwrap();
     let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
     assert!(!settings["permissions"]["deny"].to_string().contains("r 1"), "{settings}");
     // An install directory that holds the workspace, or lies inside it, gets no rule: it would
     // deny the session its own files (the canary found the first with its install in /tmp).
-    let around = InstallLayout::under(Path::new("/srv"));
-    let inside = ModuleContext { workspace: Path::new("/srv/bin/ws"), layout: &around, ..cx };
+    let around = InstallLayout::under(Utf8Path::new("/srv"));
+    let inside = ModuleContext { workspace: Utf8Path::new("/srv/bin/ws"), layout: &around, ..cx };
     let files = module("claude-code").unwrap().files(&inside).unwrap();
     let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
     let deny = settings["permissions"]["deny"].to_string();
     assert!(!deny.contains("//srv/bin/"), "{deny}");
     assert!(deny.contains("//srv/share/harness/pi/**"), "{deny}");
-    let within = ModuleContext { workspace: Path::new("/srv/share"), layout: &around, ..cx };
+    let within = ModuleContext { workspace: Utf8Path::new("/srv/share"), layout: &around, ..cx };
     let files = module("claude-code").unwrap().files(&within).unwrap();
     let settings: serde_json::Value = serde_json::from_slice(&files[0].1).unwrap();
     let deny = settings["permissions"]["deny"].to_string();
@@ -180,8 +180,8 @@ fn the_claude_code_adapter_passes_an_empty_tool_list() {
     std::fs::write(root.join("prompt.md"), "the prompt").unwrap();
     std::fs::write(root.join("request"), "the request").unwrap();
     let layout = InstallLayout::from_checkout(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
-        Path::new("/unused"),
+        &Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+        Utf8Path::new("/unused"),
     );
     let script = module("claude-code").unwrap().adapter(&layout);
     let vars = [
@@ -215,7 +215,7 @@ fn the_claude_code_adapter_passes_an_empty_tool_list() {
 #[test]
 fn no_adapter_passes_bare() {
     // --bare would skip the hooks the gate runs as; only comments may mention it.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR"));
     for dir in ["assets/adapters", "assets/pi"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
@@ -233,8 +233,8 @@ fn no_adapter_passes_bare() {
 fn adapter_scripts_are_kept_0644_and_run_by_sh() {
     use std::os::unix::fs::PermissionsExt;
     let layout = InstallLayout::from_checkout(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
-        Path::new("/unused"),
+        &Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+        Utf8Path::new("/unused"),
     );
     for module in modules() {
         let script = module.adapter(&layout);
@@ -243,11 +243,11 @@ fn adapter_scripts_are_kept_0644_and_run_by_sh() {
             mode & 0o111,
             0,
             "{} must not be executable: it runs as /bin/sh ADAPTER",
-            script.display()
+            script
         );
         let text = std::fs::read_to_string(&script).unwrap();
-        assert!(!text.starts_with("#!"), "{}: no shebang, it is run by /bin/sh", script.display());
-        assert!(text.contains("set -eu"), "{}", script.display());
+        assert!(!text.starts_with("#!"), "{}: no shebang, it is run by /bin/sh", script);
+        assert!(text.contains("set -eu"), "{}", script);
     }
 }
 
@@ -255,25 +255,16 @@ fn adapter_scripts_are_kept_0644_and_run_by_sh() {
 #[expect(clippy::disallowed_methods, reason = "the test runs /bin/sh -n on the adapter scripts")]
 fn adapter_scripts_parse_and_refuse_a_missing_variable() {
     let layout = InstallLayout::from_checkout(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
-        Path::new("/unused"),
+        &Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+        Utf8Path::new("/unused"),
     );
     for module in modules() {
         let script = module.adapter(&layout);
         let syntax = std::process::Command::new("/bin/sh").arg("-n").arg(&script).output().unwrap();
-        assert!(
-            syntax.status.success(),
-            "{}: {}",
-            script.display(),
-            String::from_utf8_lossy(&syntax.stderr)
-        );
+        assert!(syntax.status.success(), "{}: {}", script, String::from_utf8_lossy(&syntax.stderr));
         let run = std::process::Command::new("/bin/sh").arg(&script).env_clear().output().unwrap();
-        assert_eq!(run.status.code(), Some(2), "{}", script.display());
-        assert!(
-            String::from_utf8_lossy(&run.stderr).contains("is not set"),
-            "{}",
-            script.display()
-        );
+        assert_eq!(run.status.code(), Some(2), "{}", script);
+        assert!(String::from_utf8_lossy(&run.stderr).contains("is not set"), "{}", script);
     }
 }
 
@@ -282,22 +273,24 @@ fn adapter_scripts_parse_and_refuse_a_missing_variable() {
 /// names (the adapters directory by its scripts) is among them; docs/bundle.md lists the same.
 #[test]
 fn the_install_holds_every_path_of_the_layout() {
-    let layout = InstallLayout::under(Path::new("/opt/harness"));
-    let files: Vec<std::path::PathBuf> = layout.files().into_iter().map(|(path, _)| path).collect();
+    let layout = InstallLayout::under(Utf8Path::new("/opt/harness"));
+    let files: Vec<camino::Utf8PathBuf> =
+        layout.files().into_iter().map(|(path, _)| path).collect();
     for (field, path) in layout.paths() {
         let held = if field == "install.adapters" {
             files.contains(&path.join("pi.sh")) && files.contains(&path.join("claude-code.sh"))
         } else {
             files.iter().any(|file| file == path)
         };
-        assert!(held, "{field} ({}) is not installed", path.display());
+        assert!(held, "{field} ({}) is not installed", path);
     }
-    assert!(files.contains(&Path::new("/opt/harness/bin/harness-runner").to_path_buf()));
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bundle.md"))
-            .unwrap();
+    assert!(files.contains(&Utf8Path::new("/opt/harness/bin/harness-runner").to_path_buf()));
+    let doc = std::fs::read_to_string(
+        Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bundle.md"),
+    )
+    .unwrap();
     for (path, _) in layout.files() {
-        let relative = path.strip_prefix("/opt/harness").unwrap().to_string_lossy().into_owned();
+        let relative = path.strip_prefix("/opt/harness").unwrap().to_string();
         let name = relative.rsplit('/').next().unwrap();
         assert!(doc.contains(name), "docs/bundle.md does not name {relative}");
     }

@@ -57,7 +57,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     // The workspace must be in normal form: the temporary directory's real path.
     let root = &dir.path().canonicalize().unwrap();
-    let layout = InstallLayout::under(&root.join("prefix"));
+    let layout = InstallLayout::under(&harness_testkit::utf8(root.join("prefix")).unwrap());
     std::fs::create_dir_all(root.join("ws")).unwrap();
     for path in [
         &layout.gate,
@@ -83,7 +83,7 @@ fn main() {
     let out = root.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let request = |dir: PathBuf| BundleRequest {
-        dir,
+        dir: harness_testkit::utf8(dir).unwrap(),
         resolved: &resolved,
         contract: contract.clone(),
         arbiter: Default::default(),
@@ -92,7 +92,7 @@ fn main() {
         session: SessionInfo {
             run: "run-1".into(),
             launched_by: "bench".into(),
-            workspace: root.join("ws"),
+            workspace: harness_testkit::utf8(root.join("ws")).unwrap(),
         },
         harness: module("claude-code").unwrap(),
         route: Route::Primary,
@@ -101,14 +101,14 @@ fn main() {
         cli_version: "bench".into(),
         models: resolved.launch.models.clone(),
         land: None,
-        skills_dir: skills.clone(),
+        skills_dir: harness_testkit::utf8(skills.clone()).unwrap(),
         install: layout.clone(),
         network: "host".into(),
     };
     // The floor writes exactly what a build writes.
     let sample = build_bundle(&request(out.join("sample"))).unwrap().dir;
     let mut written = Vec::new();
-    files(&sample, &sample, &mut written);
+    files(sample.as_std_path(), sample.as_std_path(), &mut written);
     let bytes: usize = written.iter().map(|(_, b)| b.len()).sum();
 
     let (mut build, mut floor, mut ratios) = (Vec::new(), Vec::new(), Vec::new());

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use harness_bundle::{
     BundleRequest, Harness, InstallLayout, LaunchModel, ResolvedInstance, Route, SessionInfo,
-    build_bundle, module,
+    build_bundle, module, utf8_path,
 };
 use harness_testkit::{
     BrokerAnswer, Cli, Reply, Script, ScriptedBroker, ScriptedModel, require_cli, tools_bin_dir,
@@ -84,7 +84,10 @@ fn parse_args() -> Result<Args, Failure> {
 
 fn run() -> Result<(), Failure> {
     let args = parse_args()?;
-    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
+    // The paths a bundle records are text: a path from the system becomes UTF-8 here, or the
+    // error names it (`path-not-utf8`).
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
+    let workspace_root = utf8_path("the checkout", checkout)?;
     let fixtures = workspace_root.join("fixtures");
     let cli = match args.harness {
         Harness::Pi => Cli::Pi,
@@ -92,12 +95,12 @@ fn run() -> Result<(), Failure> {
     };
     let cli = require_cli(cli).ok_or_else(|| format!("{cli} is not installed under .tools/bin"))?;
     let install = match &args.prefix {
-        Some(prefix) => InstallLayout::under(prefix),
+        Some(prefix) => InstallLayout::under(&utf8_path("--prefix", prefix.clone())?),
         None => {
             // target/debug/examples/host -> target/debug, where `cargo build` puts the binaries.
             let exe = std::env::current_exe()?;
             let bin_dir = exe.parent().and_then(Path::parent).ok_or("no target directory")?;
-            InstallLayout::from_checkout(&workspace_root, bin_dir)
+            InstallLayout::from_checkout(&workspace_root, &utf8_path("target", bin_dir.into())?)
         }
     };
     for (file, _mode) in install.files() {
@@ -105,7 +108,7 @@ fn run() -> Result<(), Failure> {
             return Err(format!(
                 "{} is missing: build the workspace (`cargo build --workspace`) or pass the \
                  --prefix `cargo xtask dist` installed into",
-                file.display()
+                file
             )
             .into());
         }
@@ -137,7 +140,7 @@ fn run() -> Result<(), Failure> {
 
     // The launch's directories: a workspace and a run directory the bundle goes into.
     let root = tempfile::Builder::new().prefix("harness-example-host-").tempdir()?;
-    let root_path = root.path().canonicalize()?;
+    let root_path = utf8_path("the temporary directory", root.path().canonicalize()?)?;
     let workspace = root_path.join("workspace");
     std::fs::create_dir(&workspace)?;
     std::fs::write(workspace.join("README.md"), "# The sample project\n")?;
@@ -186,7 +189,7 @@ fn run() -> Result<(), Failure> {
         install: install.clone(),
         network: "host".to_owned(),
     })?;
-    println!("bundle: {}", built.dir.display());
+    println!("bundle: {}", built.dir);
     println!("digest: {}", built.digest);
 
     // 2. Write run.json: the broker, the workspace, the digest, the CLI, and what each CLI needs
@@ -217,7 +220,8 @@ fn run() -> Result<(), Failure> {
     std::fs::write(run_dir.join("run.json"), run_json.to_string())?;
 
     // 3. Start the runner with the capability on stdin.
-    let mut runner = start_runner(&install.runner, &run_dir, model.base_url())?;
+    let mut runner =
+        start_runner(install.runner.as_std_path(), run_dir.as_std_path(), model.base_url())?;
     println!("runner: started, pid {}", runner.id());
 
     // 4. Wait for the RESULT, then stop the runner with SIGTERM.

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use camino::Utf8PathBuf;
+use harness_adapters::InstallLayout;
 use harness_adapters::{Asset, GATE_TIMEOUT_SECS, ModuleContext};
 use harness_tools::{CATALOGUE, ToolsFile, tools_for};
 
@@ -22,7 +24,7 @@ pub const BUNDLE_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Built {
     /// The bundle directory (the request's `dir`).
-    pub dir: PathBuf,
+    pub dir: Utf8PathBuf,
     /// The bundle's digest: the lowercase hex sha256 of its manifest.json. The host puts it in
     /// run.json (`bundleDigest`); the runner refuses a bundle whose manifest does not hash to it.
     pub digest: String,
@@ -36,6 +38,7 @@ pub struct Built {
 pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     let resolved = request.resolved;
     check_paths(request)?;
+    check_install(&request.install)?;
     let route = session_model(&resolved.vars, &request.models, request.route)?;
     if route.harness != request.harness.name() {
         return Err(BundleError::NoRoute(format!(
@@ -61,7 +64,7 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     if let Some(skill) = resolved.skills.iter().find(|skill| !seen.insert(skill.as_str())) {
         return Err(BundleError::DuplicateSkill { skill: skill.clone() });
     }
-    let skills = skills::read_skills(&request.skills_dir, &resolved.skills)?;
+    let skills = skills::read_skills(request.skills_dir.as_std_path(), &resolved.skills)?;
     let tools = tools_for(resolved);
     let typed_raw: Vec<String> = tools.tools.iter().map(|tool| tool.name.clone()).collect();
     let typed: Vec<String> =
@@ -77,7 +80,7 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     }
     let assets = asset_digests(request)?;
 
-    let mut staging = Staging::new(&request.dir)?;
+    let mut staging = Staging::new(request.dir.as_std_path())?;
     for skill in &skills {
         for file in &skill.files {
             staging.write(&format!("skills/{}/{}", skill.name, file.rel), file.text.as_bytes())?;
@@ -107,8 +110,8 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
         manifest(request, &route, &builtin, &typed_raw, &tools, staging.digests(), &assets)?;
     let manifest = sorted_json_bytes("manifest.json", &manifest)?;
     staging.write("manifest.json", &manifest)?;
-    let dir = staging.commit()?;
-    Ok(Built { dir, digest: hex_sha256(&manifest) })
+    staging.commit()?;
+    Ok(Built { dir: request.dir.clone(), digest: hex_sha256(&manifest) })
 }
 
 /// The most bytes prompt.md may have: the adapters pass it as one command-line argument
@@ -124,10 +127,23 @@ fn check_paths(request: &BundleRequest<'_>) -> Result<(), BundleError> {
     paths.extend(request.install.paths());
     for (field, path) in paths {
         if !path.is_absolute() {
-            return Err(BundleError::NotAbsolute { field, path: path.to_path_buf() });
+            return Err(BundleError::NotAbsolute { field, path: path.into() });
         }
     }
     Ok(())
+}
+
+/// Refuses an install that is not whole: a bundle points at every binary and asset of it, and a
+/// prefix `cargo xtask dist` did not install into is the usual cause, which the error says.
+fn check_install(install: &InstallLayout) -> Result<(), BundleError> {
+    let missing = install.missing();
+    let Some(first) = missing.first() else { return Ok(()) };
+    Err(BundleError::Install {
+        prefix: install.prefix().map(|prefix| prefix.to_owned()),
+        missing: missing.len(),
+        of: install.files().len(),
+        first: first.clone(),
+    })
 }
 
 /// Refuses a workspace the gate cannot confine a session to: relative, missing, not a
@@ -136,9 +152,9 @@ fn check_paths(request: &BundleRequest<'_>) -> Result<(), BundleError> {
 /// the workspace is refused too: the session's file tools could then rewrite its policy.
 fn check_workspace(request: &BundleRequest<'_>) -> Result<(), BundleError> {
     let path = &request.session.workspace;
-    let problem = |problem: String| BundleError::Workspace { path: path.clone(), problem };
+    let problem = |problem: String| BundleError::Workspace { path: path.into(), problem };
     if !path.is_absolute() {
-        return Err(BundleError::NotAbsolute { field: "session.workspace", path: path.clone() });
+        return Err(BundleError::NotAbsolute { field: "session.workspace", path: path.into() });
     }
     let resolved = match std::fs::canonicalize(path) {
         Ok(resolved) => resolved,
@@ -229,7 +245,7 @@ fn manifest(
     typed: &[String],
     tools: &ToolsFile,
     files: &BTreeMap<String, String>,
-    assets: &BTreeMap<&'static str, (PathBuf, String)>,
+    assets: &BTreeMap<&'static str, (Utf8PathBuf, String)>,
 ) -> Result<Manifest, BundleError> {
     let resolved = request.resolved;
     let harness_typed: Vec<String> =
@@ -304,14 +320,14 @@ fn identity(path: &Path) -> std::io::Result<Identity> {
 /// bundle: a session must not be built to run a gate that is not there.
 fn asset_digests(
     request: &BundleRequest<'_>,
-) -> Result<BTreeMap<&'static str, (PathBuf, String)>, BundleError> {
+) -> Result<BTreeMap<&'static str, (Utf8PathBuf, String)>, BundleError> {
     let mut out = BTreeMap::new();
     let mut assets = request.harness.assets(&request.install);
     // The adapter decides whether the gate runs at all: it is sealed like every other asset.
     assets.push(Asset { role: "adapter", path: request.harness.adapter(&request.install) });
     for asset in assets {
         let path = asset.path;
-        let id = identity(&path).map_err(BundleError::io("hash", &path))?;
+        let id = identity(path.as_std_path()).map_err(BundleError::io("hash", &path))?;
         let cached = ASSET_CACHE.lock().ok().and_then(|cache| cache.get(&id).cloned());
         let digest = match cached {
             Some(digest) => digest,

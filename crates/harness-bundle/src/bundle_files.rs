@@ -1,10 +1,9 @@
 //! The shapes of the bundle's policy.json and manifest.json: the build fills these and writes
 //! them, so their JSON Schemas (docs/schemas/) are generated from what is written.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-
+use camino::Utf8PathBuf;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 use crate::request::CredentialStatus;
 
@@ -16,7 +15,8 @@ pub struct Policy {
     /// The harness module.
     pub harness: String,
     /// The workspace the file tools are confined to, absolute and in normal form.
-    pub workspace: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub workspace: Utf8PathBuf,
     /// The built-in tools the session gets, as the harness names them.
     pub tools: Vec<String>,
     /// The typed tools the session gets, by their catalogue names.
@@ -78,7 +78,8 @@ pub struct Manifest {
     /// The gate's timeout, in seconds.
     pub gate_timeout_seconds: u32,
     /// The adapter script.
-    pub adapter: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub adapter: Utf8PathBuf,
     /// The sha256 of every file of the bundle but the manifest, by path in the bundle.
     pub files: BTreeMap<String, String>,
     /// The installed assets, by role.
@@ -102,7 +103,8 @@ pub struct ReliesOn {
 #[serde(deny_unknown_fields)]
 pub struct ManifestAsset {
     /// Where it is installed.
-    pub path: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub path: Utf8PathBuf,
     /// The lowercase hex sha256 of its bytes.
     pub sha256: String,
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use camino::Utf8PathBuf;
+
 /// Why no bundle was written, or why a bundle is not the one its manifest and digest describe.
 /// A build leaves nothing behind in any case.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,29 @@ pub enum BundleError {
         field: &'static str,
         /// The path as given.
         path: PathBuf,
+    },
+    /// A path the bundle's JSON files or a CLI take as text is not UTF-8 (`path-not-utf8`).
+    #[error(
+        "path-not-utf8: {field} {path:?} is not UTF-8; the bundle's JSON files and the CLIs take paths as text"
+    )]
+    NotUtf8 {
+        /// What the path is (`--dir`, `--request`, the request file, made absolute, ...).
+        field: &'static str,
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// The install layout does not point at a whole install (`install-invalid`): with a prefix,
+    /// that prefix is not one `cargo xtask dist` installed into.
+    #[error("install-invalid: {}", install_problem(prefix.as_deref(), *missing, *of, first))]
+    Install {
+        /// The install prefix, if the layout is the one under a prefix.
+        prefix: Option<Utf8PathBuf>,
+        /// How many of the install's files are missing.
+        missing: usize,
+        /// How many files an install holds.
+        of: usize,
+        /// The first missing file.
+        first: Utf8PathBuf,
     },
     /// The workspace cannot be the session's workspace (`workspace-invalid`).
     #[error("workspace-invalid: session.workspace {path:?} {problem}")]
@@ -189,6 +214,8 @@ impl BundleError {
             Self::DuplicateSkill { .. } => "skill-duplicate",
             Self::NoRoute(_) => "no-route",
             Self::NotAbsolute { .. } => "path-not-absolute",
+            Self::NotUtf8 { .. } => "path-not-utf8",
+            Self::Install { .. } => "install-invalid",
             Self::Workspace { .. } => "workspace-invalid",
             Self::PromptTooLarge { .. } => "prompt-too-large",
             Self::Contract(_) => "contract-invalid",
@@ -209,5 +236,27 @@ impl BundleError {
     ) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io { operation, path, source }
+    }
+}
+
+/// `path` as UTF-8, or `path-not-utf8` naming `field`: how a host turns a path it got as bytes
+/// (an argument, a directory listing) into one a [`crate::BundleRequest`] takes.
+pub fn utf8_path(field: &'static str, path: PathBuf) -> Result<Utf8PathBuf, BundleError> {
+    Utf8PathBuf::from_path_buf(path).map_err(|path| BundleError::NotUtf8 { field, path })
+}
+
+fn install_problem(
+    prefix: Option<&camino::Utf8Path>,
+    missing: usize,
+    of: usize,
+    first: &camino::Utf8Path,
+) -> String {
+    match prefix {
+        Some(prefix) => format!(
+            "{prefix:?} is not a harness install prefix: {missing} of the {of} files an install holds are missing ({first:?} first); `cargo xtask dist --prefix {prefix}` installs one"
+        ),
+        None => format!(
+            "the install layout is not whole: {missing} of its {of} files are missing ({first:?} first)"
+        ),
     }
 }

@@ -103,7 +103,7 @@ mod verify;
 
 pub use build::{BUNDLE_VERSION, Built, PROMPT_BYTES, build_bundle};
 pub use bundle_files::{Manifest, ManifestAsset, Policy, ReliesOn};
-pub use error::{BundleError, RefusalReason};
+pub use error::{BundleError, RefusalReason, utf8_path};
 pub use request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};
 pub use request_file::{LoadedRequest, RequestFile, load_request};
 pub use routes::{Route, SessionModel, has_fallback, session_model};
@@ -114,6 +114,7 @@ pub use verify::{Mismatch, SealedBundle, Verification, verify_bundle};
 // What a host needs to fill in a `BundleRequest`, re-exported so that a host depends on this
 // crate alone: the resolved instance and its launch models, the harness modules and where their
 // binaries and assets are installed, and the harness names.
+pub use camino::{Utf8Path, Utf8PathBuf};
 pub use harness_adapters::{HarnessModule, InstallLayout, module, modules};
 pub use harness_contract::Harness;
 pub use harness_tools::{

@@ -54,7 +54,7 @@ pub(crate) fn render(
     out.push_str(&format!("- Instance: {} (role {}{name})\n", resolved.instance, resolved.role));
     out.push_str(&format!("- Run: {}\n", request.session.run));
     out.push_str(&format!("- Launched by: {}\n", request.session.launched_by));
-    out.push_str(&format!("- Workspace: {}\n", request.session.workspace.display()));
+    out.push_str(&format!("- Workspace: {}\n", request.session.workspace));
     if let Some(tracker) = &request.tracker {
         out.push_str(&format!("- Tracker: {tracker}\n"));
     }

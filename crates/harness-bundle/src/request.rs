@@ -1,11 +1,10 @@
 //! What `build_bundle` takes: everything the spec's `buildBundle` takes, as one struct.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-
+use camino::Utf8PathBuf;
 use harness_adapters::{HarnessModule, InstallLayout};
 use harness_tools::{LaunchModel, ResolvedInstance};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use crate::routes::Route;
 
@@ -18,7 +17,8 @@ pub struct SessionInfo {
     /// Who launched it (a human, the chief of staff, a schedule).
     pub launched_by: String,
     /// The workspace, absolute, as the launcher gives it.
-    pub workspace: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub workspace: Utf8PathBuf,
 }
 
 /// The status of one service credential, as the host read it from the broker: metadata only,
@@ -40,7 +40,7 @@ pub type Arbiters = BTreeMap<String, String>;
 #[derive(Debug, Clone)]
 pub struct BundleRequest<'a> {
     /// Where the bundle goes; it must not exist yet.
-    pub dir: PathBuf,
+    pub dir: Utf8PathBuf,
     /// The resolved role instance.
     pub resolved: &'a ResolvedInstance,
     /// The role contract (markdown), the start of prompt.md.
@@ -72,7 +72,7 @@ pub struct BundleRequest<'a> {
     /// the broker said); a value that disagrees with it is refused (`land-mismatch`).
     pub land: Option<bool>,
     /// `<dataRoot>/skills-enabled`.
-    pub skills_dir: PathBuf,
+    pub skills_dir: Utf8PathBuf,
     /// Where the binaries and assets the bundle points at are installed.
     pub install: InstallLayout,
     /// The policy's network field (recorded, not enforced: spec, Limits).

@@ -1,13 +1,13 @@
 //! The JSON form of a bundle request, for `harness bundle build --request FILE`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
+use camino::{Utf8Path, Utf8PathBuf};
 use harness_adapters::{HarnessModule, InstallLayout, module};
 use harness_tools::{LaunchModel, ResolvedInstance};
 use serde::Deserialize;
 
-use crate::error::BundleError;
+use crate::error::{BundleError, utf8_path};
 use crate::request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};
 use crate::routes::Route;
 
@@ -15,7 +15,7 @@ use crate::routes::Route;
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum Inline<T> {
-    Path(PathBuf),
+    Path(#[schemars(with = "std::path::PathBuf")] Utf8PathBuf),
     Value(Box<T>),
 }
 
@@ -24,7 +24,8 @@ enum Inline<T> {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Install {
     /// The install prefix (`PREFIX/bin`, `PREFIX/lib/harness`).
-    prefix: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    prefix: Utf8PathBuf,
 }
 
 /// The JSON file `harness bundle build --request FILE` reads (docs/bundle.md): its schema is
@@ -36,7 +37,8 @@ pub struct RequestFile {
     /// The resolved instance, inline or as a path to its JSON file.
     resolved: Inline<ResolvedInstance>,
     /// The role contract (markdown) file.
-    contract: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    contract: Utf8PathBuf,
     /// The business's arbiter for each decision domain.
     #[serde(default)]
     arbiter: Arbiters,
@@ -68,7 +70,8 @@ pub struct RequestFile {
     #[serde(default)]
     land: Option<bool>,
     /// The enabled skills directory.
-    skills_dir: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    skills_dir: Utf8PathBuf,
     /// The install; by default the prefix the `harness` binary is installed under.
     #[serde(default)]
     install: Option<Install>,
@@ -97,14 +100,14 @@ pub struct LoadedRequest {
     cli_version: String,
     models: BTreeMap<String, LaunchModel>,
     land: Option<bool>,
-    skills_dir: PathBuf,
+    skills_dir: Utf8PathBuf,
     install: InstallLayout,
     network: String,
 }
 
 impl LoadedRequest {
     /// The request for a bundle in `dir`.
-    pub fn request(&self, dir: PathBuf) -> BundleRequest<'_> {
+    pub fn request(&self, dir: Utf8PathBuf) -> BundleRequest<'_> {
         BundleRequest {
             dir,
             resolved: &self.resolved,
@@ -127,8 +130,8 @@ impl LoadedRequest {
     }
 }
 
-fn invalid(path: &Path, what: impl std::fmt::Display) -> BundleError {
-    BundleError::Request(format!("{}: {what}", path.display()))
+fn invalid(path: &Utf8Path, what: impl std::fmt::Display) -> BundleError {
+    BundleError::Request(format!("{path}: {what}"))
 }
 
 /// Reads a request file. Relative paths in it are relative to its directory; `install`
@@ -136,16 +139,18 @@ fn invalid(path: &Path, what: impl std::fmt::Display) -> BundleError {
 /// defaults to the route's harness var; `models` to the instance's `launch.models`;
 /// `cliVersion` to the module's `cli_version()`; `land` to the instance's `landHeld`.
 pub fn load_request(
-    path: &Path,
-    default_prefix: Option<&Path>,
+    path: &Utf8Path,
+    default_prefix: Option<&Utf8Path>,
 ) -> Result<LoadedRequest, BundleError> {
     // Paths in the file are relative to its directory, which is made absolute first: a bundle's
-    // files must point at absolute paths (path-not-absolute).
-    let path = &std::path::absolute(path).map_err(BundleError::io("resolve", path))?;
+    // files must point at absolute paths (path-not-absolute). The working directory it is
+    // relative to must be UTF-8 too.
+    let absolute = std::path::absolute(path).map_err(BundleError::io("resolve", path))?;
+    let path = &utf8_path("the request file, made absolute", absolute)?;
     let text = std::fs::read(path).map_err(BundleError::io("read", path))?;
     let file: RequestFile = serde_json::from_slice(&text)
         .map_err(|error| invalid(path, format!("not a bundle request: {error}")))?;
-    let base = path.parent().unwrap_or(Path::new("."));
+    let base = path.parent().unwrap_or(Utf8Path::new("."));
     let resolved = match file.resolved {
         Inline::Value(resolved) => *resolved,
         Inline::Path(resolved_path) => {

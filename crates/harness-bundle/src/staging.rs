@@ -116,7 +116,7 @@ impl Staging {
     }
 
     /// Renames the bundle into place; fails, leaving nothing, if the target appeared meanwhile.
-    pub(crate) fn commit(mut self) -> Result<PathBuf, BundleError> {
+    pub(crate) fn commit(mut self) -> Result<(), BundleError> {
         let result = rustix::fs::renameat_with(
             rustix::fs::CWD,
             &self.temp,
@@ -127,7 +127,7 @@ impl Staging {
         match result {
             Ok(()) => {
                 self.committed = true;
-                Ok(self.target.clone())
+                Ok(())
             }
             Err(rustix::io::Errno::EXIST) => Err(BundleError::Exists(self.target.clone())),
             Err(errno) => Err(BundleError::io("rename into", &self.target)(errno.into())),

@@ -368,7 +368,11 @@ fn check(dir: &Path, digest: Option<&str>) -> Result<Checked, BundleError> {
 /// `files` key that is not a plain relative path, no sealed adapter or CLI version) is an error
 /// (`manifest-invalid`), not a mismatch. Without `digest`, an edit of manifest.json's own fields
 /// (model, cliTools, ...) goes unseen: the digest is what seals them.
-pub fn verify_bundle(dir: &Path, digest: Option<&str>) -> Result<Verification, BundleError> {
+pub fn verify_bundle(
+    dir: impl AsRef<Path>,
+    digest: Option<&str>,
+) -> Result<Verification, BundleError> {
+    let dir = dir.as_ref();
     check(dir, digest).map(|checked| checked.verification)
 }
 
@@ -390,7 +394,8 @@ fn changed(mismatches: &[Mismatch]) -> BundleError {
 impl SealedBundle {
     /// Verifies the bundle in `dir` against `digest` (run.json's `bundleDigest`): everything
     /// [`verify_bundle`] checks. Any mismatch is `bundle-changed`, naming each.
-    pub fn open(dir: &Path, digest: &str) -> Result<Self, BundleError> {
+    pub fn open(dir: impl AsRef<Path>, digest: &str) -> Result<Self, BundleError> {
+        let dir = dir.as_ref();
         let Checked { verification, parsed, files, manifest } = check(dir, Some(digest))?;
         if !verification.mismatches.is_empty() {
             return Err(changed(&verification.mismatches));
@@ -420,7 +425,12 @@ impl SealedBundle {
 
     /// Refuses a CLI whose `--version` printed (trimmed) anything but the manifest's
     /// `cliVersion` (`cli-version-mismatch`, naming both).
-    pub fn check_cli_version(&self, cli: &Path, printed: &str) -> Result<(), BundleError> {
+    pub fn check_cli_version(
+        &self,
+        cli: impl AsRef<Path>,
+        printed: &str,
+    ) -> Result<(), BundleError> {
+        let cli = cli.as_ref();
         let actual = printed.trim();
         if actual == self.cli_version {
             return Ok(());
@@ -434,7 +444,8 @@ impl SealedBundle {
 
     /// Refuses a run whose workspace is not the policy's, both resolved (`workspace-mismatch`):
     /// the adapter runs the CLI in the run's workspace, and the gate confines it to the policy's.
-    pub fn check_workspace(&self, workspace: &Path) -> Result<(), BundleError> {
+    pub fn check_workspace(&self, workspace: impl AsRef<Path>) -> Result<(), BundleError> {
+        let workspace = workspace.as_ref();
         let policy: Value =
             serde_json::from_slice(&self.policy).map_err(|error| BundleError::Manifest {
                 path: self.dir.join("policy.json"),

@@ -4,6 +4,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use camino::{Utf8Path, Utf8PathBuf};
 use harness_bus::Capability;
 use serde::Deserialize;
 
@@ -15,23 +16,29 @@ use crate::error::RunError;
 #[schemars(title = "run.json")]
 pub struct RunFile {
     /// The broker's Unix socket.
-    pub broker: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub broker: Utf8PathBuf,
     /// The host's launch socket, for a role whose launch tool calls it.
     #[serde(default)]
-    pub launch_socket: Option<PathBuf>,
+    #[schemars(with = "Option<std::path::PathBuf>")]
+    pub launch_socket: Option<Utf8PathBuf>,
     /// The host's git socket, for a role with git tools.
     #[serde(default)]
-    pub git_socket: Option<PathBuf>,
+    #[schemars(with = "Option<std::path::PathBuf>")]
+    pub git_socket: Option<Utf8PathBuf>,
     /// The session's workspace.
-    pub workspace: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub workspace: Utf8PathBuf,
     /// The bundle, relative to the run directory or absolute (default `bundle`).
     #[serde(default = "default_bundle")]
-    pub bundle: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub bundle: Utf8PathBuf,
     /// The bundle's digest as the build returned it (the sha256 of its manifest.json): the
     /// runner runs only the bundle it seals (docs/bundle.md, "The seal").
     pub bundle_digest: String,
     /// The agent CLI the adapter runs (`pi` or `claude`, absolute).
-    pub cli: PathBuf,
+    #[schemars(with = "std::path::PathBuf")]
+    pub cli: Utf8PathBuf,
     /// The wall clock of one turn, in seconds (default 900).
     #[serde(default = "default_turn_timeout")]
     pub turn_timeout: u64,
@@ -56,7 +63,8 @@ pub struct RunFile {
     /// The runner's private state directory (absolute, outside the run directory and the
     /// workspace); by default `RUN/state`.
     #[serde(default)]
-    pub state_dir: Option<PathBuf>,
+    #[schemars(with = "Option<std::path::PathBuf>")]
+    pub state_dir: Option<Utf8PathBuf>,
     /// Kernel confinement of every turn and of the runner's git (docs/runner.md, "Confinement"):
     /// `"required"`, `"best-effort"` (the default) or `"off"`.
     #[serde(default)]
@@ -66,8 +74,8 @@ pub struct RunFile {
     pub connect_ports: Option<Vec<u16>>,
 }
 
-fn default_bundle() -> PathBuf {
-    PathBuf::from("bundle")
+fn default_bundle() -> Utf8PathBuf {
+    Utf8PathBuf::from("bundle")
 }
 fn default_turn_timeout() -> u64 {
     900
@@ -95,7 +103,7 @@ pub struct Manifest {
     /// The thinking level.
     pub thinking: String,
     /// The adapter script.
-    pub adapter: PathBuf,
+    pub adapter: Utf8PathBuf,
     /// The tool names to pass as `--tools`.
     pub cli_tools: Vec<String>,
     /// True if and only if a turn counts only with the turn marker (Pi's agent_end).
@@ -108,13 +116,13 @@ pub struct Manifest {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Asset {
     /// Where it is installed.
-    pub path: PathBuf,
+    pub path: Utf8PathBuf,
 }
 
 /// Everything a run starts from.
 #[derive(Debug)]
 pub struct Run {
-    /// The run directory.
+    /// The run directory (UTF-8, as [`load_run`] checks).
     pub dir: PathBuf,
     /// run.json.
     pub file: RunFile,
@@ -136,7 +144,7 @@ impl Run {
 
     /// The runner's state directory: run.json's `stateDir`, or `RUN/state`.
     pub fn state_dir(&self) -> PathBuf {
-        self.file.state_dir.clone().unwrap_or_else(|| self.dir.join("state"))
+        self.file.state_dir.clone().map_or_else(|| self.dir.join("state"), PathBuf::from)
     }
 
     /// The pause between idle polls.
@@ -177,9 +185,15 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError>
 
 /// Reads run.json and the bundle, and checks the bundle against its manifest: the session runs
 /// from the bundle and the assets it names, and from nothing else.
+/// The run directory must be UTF-8: the paths joined to it (the bundle, the state directory)
+/// are text in JSON and in the CLI's environment.
 pub fn load_run(dir: &Path) -> Result<Run, RunError> {
+    let dir = Utf8Path::from_path(dir).ok_or_else(|| {
+        let why = format!("the run directory {dir:?} is not UTF-8: its paths are text (run.json, the CLI's environment)");
+        RunError::invalid(dir, why)
+    })?;
     let run_json = dir.join("run.json");
-    let file: RunFile = read_json(&run_json)?;
+    let file: RunFile = read_json(run_json.as_std_path())?;
     for (name, path) in
         [("broker", &file.broker), ("workspace", &file.workspace), ("cli", &file.cli)]
     {
@@ -207,9 +221,10 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
         }
     }
     if let Some(state) = &file.state_dir {
-        check_state_dir(state, dir, &file.workspace).map_err(|reason| {
-            RunError::invalid(&run_json, format!("stateDir {state:?} {reason}"))
-        })?;
+        check_state_dir(state.as_std_path(), dir.as_std_path(), file.workspace.as_std_path())
+            .map_err(|reason| {
+                RunError::invalid(&run_json, format!("stateDir {state:?} {reason}"))
+            })?;
     }
     if file.confine == harness_confine::Mode::Required && harness_confine::kernel_abi() == 0 {
         return Err(RunError::invalid(
@@ -220,17 +235,19 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
     let bundle = dir.join(&file.bundle);
     // The seal (docs/bundle.md): the bundle is verified against run.json's digest, its
     // workspace and CLI against run.json's, and the manifest is parsed from the verified bytes.
-    let sealed = |source| RunError::Bundle { path: bundle.clone(), source };
-    let seal = harness_bundle::SealedBundle::open(&bundle, &file.bundle_digest).map_err(sealed)?;
-    seal.check_workspace(&file.workspace).map_err(sealed)?;
-    seal.check_cli_version(&file.cli, &cli_version(&file.cli)?).map_err(sealed)?;
+    let sealed = |source| RunError::Bundle { path: bundle.clone().into(), source };
+    let seal = harness_bundle::SealedBundle::open(bundle.as_std_path(), &file.bundle_digest)
+        .map_err(sealed)?;
+    seal.check_workspace(file.workspace.as_std_path()).map_err(sealed)?;
+    seal.check_cli_version(file.cli.as_std_path(), &cli_version(file.cli.as_std_path())?)
+        .map_err(sealed)?;
     let manifest_json = bundle.join("manifest.json");
     let manifest: Manifest = serde_json::from_slice(seal.manifest_bytes())
-        .map_err(|source| RunError::Json { path: manifest_json, source })?;
+        .map_err(|source| RunError::Json { path: manifest_json.into(), source })?;
     let tools_json = bundle.join("tools.json");
-    let tools = harness_tools::ToolsFile::load(&tools_json)
+    let tools = harness_tools::ToolsFile::load(tools_json.as_std_path())
         .map_err(|error| RunError::invalid(&tools_json, error.to_string()))?;
-    Ok(Run { dir: dir.to_path_buf(), file, bundle, manifest, tools, seal })
+    Ok(Run { dir: dir.into(), file, bundle: bundle.into(), manifest, tools, seal })
 }
 
 /// What `CLI --version` prints, run once at start with only the runner's PATH (Pi's launcher

@@ -24,16 +24,16 @@ pub(crate) fn session_tmp(run: &Run) -> PathBuf {
 
 /// The paths every domain of this run grants.
 fn session_paths(run: &Run, search_path: std::ffi::OsString) -> SessionPaths {
-    let mut programs = vec![run.manifest.adapter.clone(), run.file.cli.clone()];
-    programs.extend(run.manifest.assets.values().map(|asset| asset.path.clone()));
+    let mut programs = vec![run.manifest.adapter.clone().into(), run.file.cli.clone().into()];
+    programs.extend(run.manifest.assets.values().map(|asset| asset.path.clone().into()));
     SessionPaths {
-        workspace: run.file.workspace.clone(),
+        workspace: run.file.workspace.clone().into(),
         session_dir: run.dir.join("session"),
         bundle: run.bundle.clone(),
         read_files: Vec::new(),
         append_files: vec![run.dir.join("unslop.jsonl")],
         programs,
-        installations: vec![run.file.cli.clone()],
+        installations: vec![run.file.cli.clone().into()],
         scratch: Vec::new(),
         sockets: vec![run.dir.join("tools.sock")],
         search_path: Some(search_path),

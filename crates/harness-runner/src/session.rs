@@ -106,7 +106,7 @@ pub fn run<R: std::io::BufRead + Send + 'static>(
         run_dir = %run.dir.display(),
         run = %run.manifest.run,
         bundle_digest = %run.file.bundle_digest,
-        cli = %run.file.cli.display(),
+        cli = %run.file.cli,
         cli_version = %run.seal.cli_version().trim(),
         runner_version = env!("CARGO_PKG_VERSION"),
         confine = run.file.confine.as_str(),
@@ -304,12 +304,15 @@ struct Pending {
 impl<'a> Session<'a> {
     fn new(run: &'a Run, cap: Capability, config: &'a RunnerConfig) -> Self {
         let broker = |timeout| -> Arc<dyn Broker> {
-            Arc::new(UnixBroker::new(BrokerConfig { socket: run.file.broker.clone(), timeout }))
+            Arc::new(UnixBroker::new(BrokerConfig {
+                socket: run.file.broker.clone().into(),
+                timeout,
+            }))
         };
         let git = run.file.git_socket.as_ref().map(|socket| {
             Arc::new(GitTools::new(
-                socket.clone(),
-                run.file.workspace.clone(),
+                socket.clone().into(),
+                run.file.workspace.clone().into(),
                 run.dir.join("tmp"),
                 run.tools.projects.clone(),
                 config.env.path(),
@@ -441,7 +444,7 @@ impl<'a> Session<'a> {
     /// directory or a link is left alone and ends the run (exit 2).
     fn bind_socket(&self) -> Result<ToolSocket, RunError> {
         let launch: Arc<dyn harness_bus::Backend> = match &self.run.file.launch_socket {
-            Some(socket) => Arc::new(LaunchTool::new(socket.clone())),
+            Some(socket) => Arc::new(LaunchTool::new(socket.clone().into())),
             None => Arc::new(NotAvailable),
         };
         let git: Arc<dyn harness_bus::Backend> = match &self.git {
@@ -452,7 +455,7 @@ impl<'a> Session<'a> {
         // timeout; the client never retries a call, so one the broker may have carried out is
         // never sent twice.
         let broker: Arc<dyn Broker> = Arc::new(UnixBroker::new(BrokerConfig {
-            socket: self.run.file.broker.clone(),
+            socket: self.run.file.broker.clone().into(),
             timeout: TOOL_BROKER_TIMEOUT,
         }));
         let backends = Backends { broker, launch, git };

@@ -126,7 +126,7 @@ pub(crate) fn adapter_env(
         ("PATH".into(), env.path()),
         (var(AdapterEnv::Bundle), path(&run.bundle)),
         (var(AdapterEnv::Run), path(&run.dir)),
-        (var(AdapterEnv::Workspace), path(&run.file.workspace)),
+        (var(AdapterEnv::Workspace), path(run.file.workspace.as_std_path())),
         (var(AdapterEnv::SessionDir), path(&layout.session())),
         (var(AdapterEnv::SessionId), session_id.into()),
         (var(AdapterEnv::Turn), files.number.to_string().into()),
@@ -137,7 +137,7 @@ pub(crate) fn adapter_env(
         (var(AdapterEnv::Request), path(&files.request)),
         (var(AdapterEnv::ToolsSock), path(&layout.tools_sock())),
         (var(AdapterEnv::TurnMarker), path(&files.marker)),
-        (var(AdapterEnv::Cli), path(&run.file.cli)),
+        (var(AdapterEnv::Cli), path(run.file.cli.as_std_path())),
         // The CLI's temporary files stay inside its own domain (docs/runner.md, "Confinement").
         ("TMPDIR".into(), path(&crate::confinement::session_tmp(run))),
     ];
@@ -145,7 +145,7 @@ pub(crate) fn adapter_env(
     // know names nothing any adapter reads.
     for (key, asset) in &manifest.assets {
         if let Some(role) = AssetRole::from_key(key) {
-            out.push((role.env_name().into(), path(&asset.path)));
+            out.push((role.env_name().into(), path(asset.path.as_std_path())));
         }
     }
     for name in &run.file.pass_env {
@@ -183,7 +183,7 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
         program: Path::new("/bin/sh"),
         args: vec![run.manifest.adapter.as_os_str().to_owned()],
         env: adapter_env(run, files, turn.session_id, turn.env),
-        cwd: &run.file.workspace,
+        cwd: run.file.workspace.as_std_path(),
         stdout_cap: MAX_ANSWER_BYTES,
         stderr: StderrTo::File(stderr),
         deadline: run.turn_timeout(),

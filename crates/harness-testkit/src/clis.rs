@@ -6,9 +6,12 @@
 //! `HARNESS_REQUIRE_CLIS=1` (CI) it fails instead, so a missing install never passes as green.
 
 use std::fmt;
+use std::io;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use camino::{Utf8Path, Utf8PathBuf};
 
 /// The environment variable that turns a missing CLI from a skip into a failure.
 pub const REQUIRE_CLIS_ENV: &str = "HARNESS_REQUIRE_CLIS";
@@ -73,14 +76,20 @@ impl CliPaths {
 }
 
 /// Returns the workspace root, found from this crate's manifest directory (`crates/harness-testkit`).
-pub fn workspace_root() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+pub fn workspace_root() -> Utf8PathBuf {
+    let manifest_dir = Utf8Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir.ancestors().nth(2).unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// `path` as UTF-8, as a [`harness_bundle::BundleRequest`] takes it; an error names a path that
+/// is not (test directories are made under the system's temporary directory, which is ASCII).
+pub fn utf8(path: impl Into<PathBuf>) -> io::Result<Utf8PathBuf> {
+    harness_bundle::utf8_path("a test path", path.into()).map_err(io::Error::other)
 }
 
 /// Returns `<workspace root>/.tools/bin`, where `cargo xtask setup` puts the CLIs' entry points.
 pub fn tools_bin_dir() -> PathBuf {
-    workspace_root().join(".tools").join("bin")
+    workspace_root().join(".tools").join("bin").into()
 }
 
 /// Returns the CLI's paths if it is installed. If it is not: panics when `HARNESS_REQUIRE_CLIS=1`,

@@ -4,7 +4,7 @@
 //! and to the scripted model; [`RoleFixture::request`] is the request a host would send for it,
 //! every field a test does not care about filled in. A test that cares about one field edits
 //! `resolved` first, or overrides the field with struct update syntax:
-//! `BundleRequest { land: Some(true), ..fixture.request(dir, workspace, layout) }`.
+//! `BundleRequest { land: Some(true), ..fixture.request(dir, workspace, layout)? }`.
 
 use std::io;
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ use harness_bundle::{BundleRequest, Route, SessionInfo};
 use harness_contract::Harness;
 use harness_tools::{LaunchModel, ResolvedInstance};
 
-use crate::clis::workspace_root;
+use crate::clis::{utf8, workspace_root};
 
 /// The provider and model key the fixtures route to: the scripted Messages API.
 pub const SCRIPTED_PROVIDER: &str = "scripted";
@@ -73,14 +73,16 @@ impl RoleFixture {
     /// The request a host would send for this fixture: the bundle into `dir`, the session in
     /// `workspace`, the binaries and assets of `install`, the fixtures' enabled skills, the
     /// primary route, and the harness module's own versions.
+    /// The paths are taken as UTF-8 (an error names one that is not).
     pub fn request(
         &self,
-        dir: PathBuf,
-        workspace: PathBuf,
+        dir: impl Into<PathBuf>,
+        workspace: impl Into<PathBuf>,
         install: InstallLayout,
-    ) -> BundleRequest<'_> {
-        BundleRequest {
-            dir,
+    ) -> io::Result<BundleRequest<'_>> {
+        let workspace = utf8(workspace)?;
+        Ok(BundleRequest {
+            dir: utf8(dir)?,
             resolved: &self.resolved,
             contract: self.contract.clone(),
             arbiter: Default::default(),
@@ -101,7 +103,7 @@ impl RoleFixture {
             skills_dir: workspace_root().join("fixtures/bundle/skills-enabled"),
             install,
             network: "host".to_owned(),
-        }
+        })
     }
 }
 

@@ -41,7 +41,7 @@ pub use canary::{
     INSIDE_TOKEN, NAME_TOKEN, run_canary, without_restricted,
 };
 pub use clis::{
-    Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, require_node, tools_bin_dir, workspace_root,
+    Cli, CliPaths, REQUIRE_CLIS_ENV, require_cli, require_node, tools_bin_dir, utf8, workspace_root,
 };
 pub use fixture::{RoleFixture, SCRIPTED_PROVIDER};
 pub use gate_scenario::{

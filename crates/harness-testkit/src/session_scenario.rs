@@ -13,7 +13,7 @@ use harness_contract::Harness;
 use serde_json::{Value, json};
 
 use crate::broker::{BrokerAnswer, ScriptedBroker};
-use crate::clis::{Cli, CliPaths, tools_bin_dir, workspace_root};
+use crate::clis::{Cli, CliPaths, tools_bin_dir, utf8, workspace_root};
 use crate::fixture::RoleFixture;
 use crate::process::new_command;
 use crate::script::{Reply, Script};
@@ -81,16 +81,17 @@ impl std::fmt::Debug for Endpoint {
 
 impl SessionOptions {
     /// The checkout's layout with binaries from `bin_dir`, the fixture's limits, 120 s turns.
-    pub fn from_checkout(bin_dir: &Path) -> Self {
-        Self {
-            layout: InstallLayout::from_checkout(&workspace_root(), bin_dir),
+    /// `bin_dir` must be UTF-8, as the layout is.
+    pub fn from_checkout(bin_dir: &Path) -> io::Result<Self> {
+        Ok(Self {
+            layout: InstallLayout::from_checkout(&workspace_root(), &utf8(bin_dir)?),
             limits: None,
             turn_timeout: 120,
             endpoint: None,
             projects: Vec::new(),
             actions: Vec::new(),
             run_json: serde_json::Map::new(),
-        }
+        })
     }
 }
 
@@ -113,7 +114,7 @@ pub struct SessionScenario {
 impl SessionScenario {
     /// Lays out the run for `cli`, the harness binaries taken from `bin_dir` (`target/debug`).
     pub fn new(cli: &CliPaths, bin_dir: &Path) -> io::Result<Self> {
-        Self::with_options(cli, SessionOptions::from_checkout(bin_dir))
+        Self::with_options(cli, SessionOptions::from_checkout(bin_dir)?)
     }
 
     /// Lays out the run for `cli` with `options`.
@@ -155,9 +156,9 @@ impl SessionScenario {
             session: SessionInfo {
                 run: "run-demo-1".to_owned(),
                 launched_by: "the demo host".to_owned(),
-                workspace: workspace.clone(),
+                workspace: utf8(workspace.clone())?,
             },
-            ..fixture.request(run.join("bundle"), workspace.clone(), options.layout)
+            ..fixture.request(run.join("bundle"), workspace.clone(), options.layout)?
         })
         .map_err(io::Error::other)?;
 

@@ -17,19 +17,11 @@ pub(crate) fn harness(args: &[&str]) -> Output {
 /// A fake install prefix and a request file for `resolved` on `route`.
 pub(crate) fn setup(dir: &Path, resolved: &str, route: &str) -> std::path::PathBuf {
     let prefix = dir.join("prefix");
-    for (file, text) in [
-        ("bin/harness-gate", "gate"),
-        ("bin/harness-mcp", "mcp"),
-        ("bin/harness-unslop", "unslop"),
-        ("share/harness/pi/extension.mjs", "extension"),
-        ("share/harness/pi/unslop-extension.mjs", "unslop extension"),
-        ("share/harness/unslop/lists.json", "{}"),
-        ("share/harness/adapters/pi.sh", "pi adapter"),
-        ("share/harness/adapters/claude-code.sh", "claude-code adapter"),
-    ] {
-        let path = prefix.join(file);
+    // Every file of an install, each a few bytes naming itself.
+    let layout = harness_adapters::InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap());
+    for (path, _mode) in layout.files() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        std::fs::write(&path, format!("stand-in for {path}\n")).unwrap();
     }
     let root = workspace_root();
     std::fs::create_dir_all(dir.join("ws")).unwrap();

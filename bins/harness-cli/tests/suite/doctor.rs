@@ -21,9 +21,14 @@ const CAP: &str = "cap-SECRET-5b1e9d";
 fn good_prefix(dir: &Path) -> PathBuf {
     let prefix = dir.join("prefix");
     let bin_dir = workspace_binary("harness").parent().unwrap().to_path_buf();
-    let source = InstallLayout::from_checkout(&harness_testkit::workspace_root(), &bin_dir);
-    for ((from, _), (to, _)) in
-        source.files().into_iter().zip(InstallLayout::under(&prefix).files())
+    let source = InstallLayout::from_checkout(
+        &harness_testkit::workspace_root(),
+        &harness_testkit::utf8(&bin_dir).unwrap(),
+    );
+    for ((from, _), (to, _)) in source
+        .files()
+        .into_iter()
+        .zip(InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap()).files())
     {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         if std::fs::hard_link(&from, &to).is_err() {
@@ -95,12 +100,18 @@ fn a_good_install_passes_every_check() {
     let context = text(&output);
     assert_eq!(output.status.code(), Some(0), "{context}");
     let lines = stdout_lines(&output);
-    // One line per file of the layout, one per binary's --version, one for Node.
-    let files = InstallLayout::under(&prefix).files();
+    // One line for the prefix, one per file of the layout, one per binary's --version, one for
+    // Node.
+    let files = InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap()).files();
     let binaries = files.iter().filter(|(_, mode)| mode & 0o111 != 0).count();
-    assert_eq!(lines.len(), files.len() + binaries + 1, "{context}");
+    assert_eq!(lines.len(), 1 + files.len() + binaries + 1, "{context}");
     assert!(lines.iter().all(|line| line.starts_with("ok ")), "{context}");
-    for name in ["ok file bin/harness-gate", "ok version bin/harness-runner", "ok node 24"] {
+    for name in [
+        "ok install prefix",
+        "ok file bin/harness-gate",
+        "ok version bin/harness-runner",
+        "ok node 24",
+    ] {
         assert!(lines.iter().any(|line| line == name), "{name}: {context}");
     }
 }
@@ -130,6 +141,31 @@ fn a_missing_binary_a_missing_asset_and_a_binary_not_executable_fail_naming_each
     }
     assert!(lines.iter().any(|line| line == "ok file bin/harness-runner"), "{context}");
     assert!(!lines.iter().any(|line| line.contains("version bin/harness-mcp")), "{context}");
+    let whole = format!(
+        "FAIL install prefix: {} is not a harness install prefix: 2 of the ",
+        prefix.display()
+    );
+    assert!(lines.iter().any(|line| line.starts_with(&whole)), "{context}");
+}
+
+/// Issue 14, item 10: a directory that is no install at all (a checkout, `target/release`, a
+/// typo) is named as such on the first line, with what installs one.
+#[test]
+fn a_directory_that_is_no_install_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("not-an-install");
+    std::fs::create_dir(&prefix).unwrap();
+    let output = doctor(&["--prefix", prefix.to_str().unwrap()], None, "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let lines = stdout_lines(&output);
+    let all = InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap()).files().len();
+    let expected = format!(
+        "FAIL install prefix: {} is not a harness install prefix: {all} of the {all} files an install holds are missing; `cargo xtask dist --prefix {}` installs one",
+        prefix.display(),
+        prefix.display()
+    );
+    assert_eq!(lines.first(), Some(&expected), "{context}");
 }
 
 #[test]

@@ -67,8 +67,8 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("workspace root", with("session", json!({"run": "r", "launchedBy": "jo", "workspace": "/"})), "workspace-invalid: "),
         ("land disagrees", with("land", json!(true)), "land-mismatch: "),
         ("skillsDir missing", with("skillsDir", json!(files.join("no-skills"))), "skill"),
-        ("install missing", with("install", json!({"prefix": files.join("no-prefix")})), "bundle-failed: cannot hash"),
-        ("install missing, the OS cause", with("install", json!({"prefix": files.join("no-prefix")})), "No such file or directory (os error 2)"),
+        ("install missing", with("install", json!({"prefix": files.join("no-prefix")})), "install-invalid: "),
+        ("install missing, said so", with("install", json!({"prefix": files.join("no-prefix")})), "no-prefix\" is not a harness install prefix"),
     ];
     let out_parent = dir.path().join("out");
     std::fs::create_dir(&out_parent).unwrap();
@@ -129,4 +129,32 @@ fn arguments_that_are_not_utf8_are_a_usage_error() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(r#"the argument "/tmp/\xFF.json" is not UTF-8"#), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// Issue 14, item 8: a relative `--request` is made absolute against the working directory, and
+/// a working directory that is not UTF-8 cannot give the bundle's paths: refused, naming it.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
+fn a_request_under_a_directory_that_is_not_utf8_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let good_path = setup(dir.path(), "pm", "primary");
+    let odd = dir.path().join(OsStr::from_bytes(b"req-\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    std::fs::copy(&good_path, odd.join("request.json")).unwrap();
+    let out = dir.path().join("out/bundle");
+    std::fs::create_dir(dir.path().join("out")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["bundle", "build", "--request", "request.json", "--out", out.to_str().unwrap()])
+        .current_dir(&odd)
+        .env_clear()
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("harness: error: path-not-utf8: the request file, made absolute "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(r"req-\xFF/request.json"), "names the path: {stderr}");
+    assert!(listing(&dir.path().join("out")).is_empty());
 }

@@ -32,11 +32,12 @@ fn the_claude_code_bundle_blocks_an_outside_read_and_lists_the_typed_tools() {
     // The pm fixture routes to Claude Code on its own.
     let fixture = RoleFixture::as_is("pm").unwrap();
     assert_eq!(fixture.harness.name(), "claude-code");
-    let install = InstallLayout::from_checkout(&root, &bin_dir);
-    let bundle =
-        build_bundle(&fixture.request(sandbox.root().join("bundle"), work.clone(), install))
-            .unwrap()
-            .dir;
+    let install = InstallLayout::from_checkout(&root, &harness_testkit::utf8(&bin_dir).unwrap());
+    let bundle = build_bundle(
+        &fixture.request(sandbox.root().join("bundle"), work.clone(), install).unwrap(),
+    )
+    .unwrap()
+    .dir;
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
     let typed: Vec<String> = manifest["typedTools"]

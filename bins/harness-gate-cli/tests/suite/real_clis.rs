@@ -93,7 +93,7 @@ on_both_clis!(the_gate_blocks_a_symlink_inside_that_leads_outside, |cli| {
 fn claude_code_wrapper_blocks_when_the_gate_is_missing() {
     let Some(claude) = require_cli(Cli::Claude) else { return };
     let missing = workspace_root().join("target/no-such-gate");
-    let scenario = GateScenario::new(Cli::Claude, &missing).unwrap();
+    let scenario = GateScenario::new(Cli::Claude, missing.as_std_path()).unwrap();
     let output = scenario.run(&claude, DEADLINE).unwrap();
     output.assert_success();
     let steps = scenario.steps();
@@ -120,7 +120,7 @@ fn pi_refuses_to_start_without_the_gate_settings() {
 fn pi_blocks_when_the_gate_binary_is_missing() {
     let Some(pi) = require_cli(Cli::Pi) else { return };
     let missing = workspace_root().join("target/no-such-gate");
-    let scenario = GateScenario::new(Cli::Pi, &missing).unwrap();
+    let scenario = GateScenario::new(Cli::Pi, missing.as_std_path()).unwrap();
     let output = scenario.run(&pi, DEADLINE).unwrap();
     output.assert_success();
     for step in scenario.steps() {

@@ -26,7 +26,7 @@ impl Session {
     pub(crate) fn start(fixture: &str) -> Self {
         let dir = tempfile::Builder::new().prefix("harness-run-").tempdir().unwrap();
         let resolved = ResolvedInstance::load(
-            &workspace_root().join(format!("fixtures/resolved/{fixture}.json")),
+            workspace_root().join(format!("fixtures/resolved/{fixture}.json")).as_std_path(),
         )
         .unwrap();
         let tools = tools_for(&resolved);

@@ -65,8 +65,8 @@ pub(crate) fn allow_all_session(
     before_message: impl FnOnce(&SessionScenario),
 ) -> Session {
     let dir = tempfile::tempdir().unwrap();
-    let mut options = SessionOptions::from_checkout(&bin_dir());
-    options.layout.gate = allow_all_gate(dir.path());
+    let mut options = SessionOptions::from_checkout(&bin_dir()).unwrap();
+    options.layout.gate = harness_testkit::utf8(allow_all_gate(dir.path())).unwrap();
     prepare(&mut options);
     let scenario = SessionScenario::with_options(cli, options).unwrap();
     scenario.model().push_replies(replies(&scenario));
@@ -239,7 +239,7 @@ fn claude_unrestricted(options: &mut SessionOptions, dir: &Path) {
         assert!(name == "pi.sh" || text.contains("--restricted "), "the adapter changed");
         std::fs::write(adapters.join(name), text.replace("--restricted ", "")).unwrap();
     }
-    options.layout.adapters = adapters;
+    options.layout.adapters = harness_testkit::utf8(adapters).unwrap();
 }
 
 fn claude_replies(s: &SessionScenario) -> Vec<Reply> {

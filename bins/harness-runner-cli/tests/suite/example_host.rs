@@ -35,17 +35,18 @@ fn install(prefix: &Path) {
     for name in ["harness-gate", "harness-mcp", "harness-unslop", "harness"] {
         workspace_binary(name);
     }
-    let from = InstallLayout::from_checkout(&workspace_root(), bin_dir).files();
-    let to = InstallLayout::under(prefix).files();
+    let from =
+        InstallLayout::from_checkout(&workspace_root(), &harness_testkit::utf8(bin_dir).unwrap())
+            .files();
+    let to = InstallLayout::under(&harness_testkit::utf8(prefix).unwrap()).files();
     assert_eq!(from.len(), to.len());
     for ((source, _), (target, mode)) in from.iter().zip(&to) {
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         if *mode == 0o755 && std::fs::hard_link(source, target).is_ok() {
             continue;
         }
-        std::fs::copy(source, target).unwrap_or_else(|error| {
-            panic!("install {} -> {}: {error}", source.display(), target.display())
-        });
+        std::fs::copy(source, target)
+            .unwrap_or_else(|error| panic!("install {} -> {}: {error}", source, target));
     }
 }
 

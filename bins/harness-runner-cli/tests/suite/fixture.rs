@@ -97,19 +97,15 @@ impl Fixture {
     ) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        let layout = InstallLayout::under(&root.join("prefix"));
-        for (path, text) in [
-            (&layout.gate, "gate"),
-            (&layout.mcp, "mcp"),
-            (&layout.unslop, "unslop"),
-            (&layout.pi_extension, "extension"),
-            (&layout.pi_unslop_extension, "unslop extension"),
-            (&layout.unslop_lists, "{}"),
-            (&layout.adapters.join("pi.sh"), ADAPTER),
-            (&layout.adapters.join("claude-code.sh"), ADAPTER),
-        ] {
+        let layout = InstallLayout::under(&harness_testkit::utf8(root.join("prefix")).unwrap());
+        // Every file of an install: the adapters are the fake adapter, the rest name themselves.
+        for (path, _mode) in layout.files() {
+            let text = match path.parent() == Some(&layout.adapters) {
+                true => ADAPTER.to_owned(),
+                false => format!("stand-in for {path}\n"),
+            };
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
+            std::fs::write(&path, text).unwrap();
         }
         let workspace = root.join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
@@ -123,8 +119,8 @@ impl Fixture {
             contract: "# Role contract: assistant\n".to_owned(),
             tracker: None,
             cli_version: FAKE_CLI_VERSION.into(),
-            skills_dir: root.join("skills"),
-            ..fixture.request(run.join("bundle"), workspace.clone(), layout)
+            skills_dir: harness_testkit::utf8(root.join("skills")).unwrap(),
+            ..fixture.request(run.join("bundle"), workspace.clone(), layout).unwrap()
         })
         .unwrap();
         let broker = ScriptedBroker::start().unwrap();

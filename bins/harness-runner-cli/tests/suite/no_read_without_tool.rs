@@ -37,7 +37,7 @@ fn turn(restricted: bool, plant: impl FnOnce(&SessionScenario), text: &str) -> O
     let gate = workspace_binary("harness-gate");
     let _ = (workspace_binary("harness-mcp"), workspace_binary("harness-unslop"));
     let dir = tempfile::tempdir().unwrap();
-    let mut options = SessionOptions::from_checkout(gate.parent().unwrap());
+    let mut options = SessionOptions::from_checkout(gate.parent().unwrap()).unwrap();
     if !restricted {
         let adapters = dir.path().join("adapters");
         std::fs::create_dir_all(&adapters).unwrap();
@@ -47,7 +47,7 @@ fn turn(restricted: bool, plant: impl FnOnce(&SessionScenario), text: &str) -> O
                 if name == "pi.sh" { original } else { without_restricted(&original).unwrap() };
             std::fs::write(adapters.join(name), text).unwrap();
         }
-        options.layout.adapters = adapters;
+        options.layout.adapters = harness_testkit::utf8(adapters).unwrap();
     }
     let scenario = SessionScenario::with_options(&claude, options).unwrap();
     std::fs::write(scenario.root().join(HIDDEN), "a name the model must not see\n").unwrap();

@@ -62,7 +62,7 @@ fn one_turn(
     after_start: impl FnOnce(&SessionScenario),
 ) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
-    let mut options = SessionOptions::from_checkout(&bin_dir());
+    let mut options = SessionOptions::from_checkout(&bin_dir()).unwrap();
     prepare(&mut options, dir.path());
     let scenario = SessionScenario::with_options(cli, options).unwrap();
     scenario.model().push_replies(replies(&scenario));
@@ -171,7 +171,8 @@ fn s0_2_pi_a_crashing_gate_blocks() {
         &pi,
         read_readme,
         |options, dir| {
-            options.layout.gate = script(dir, "crashing-gate", "kill -SEGV $$");
+            options.layout.gate =
+                harness_testkit::utf8(script(dir, "crashing-gate", "kill -SEGV $$")).unwrap();
         },
         |_| {},
     );
@@ -185,7 +186,8 @@ fn s0_2_claude_code_a_crashing_gate_blocks_through_or_exit_2() {
         &claude,
         read_readme,
         |options, dir| {
-            options.layout.gate = script(dir, "crashing-gate", "kill -SEGV $$");
+            options.layout.gate =
+                harness_testkit::utf8(script(dir, "crashing-gate", "kill -SEGV $$")).unwrap();
         },
         |_| {},
     );
@@ -200,7 +202,11 @@ fn s0_3_pi_a_missing_extension_refuses_to_start() {
     let outcome = one_turn(
         &pi,
         read_readme,
-        |options, dir| options.layout.pi_extension = copy_asset(&options.layout.pi_extension, dir),
+        |options, dir| {
+            options.layout.pi_extension =
+                harness_testkit::utf8(copy_asset(options.layout.pi_extension.as_std_path(), dir))
+                    .unwrap()
+        },
         // Gone after the runner checked the bundle: Pi itself must refuse.
         |s| remove_asset(s, "extension"),
     );
@@ -214,7 +220,10 @@ fn s0_3_pi_a_missing_gate_blocks() {
     let outcome = one_turn(
         &pi,
         read_readme,
-        |options, dir| options.layout.gate = copy_asset(&options.layout.gate, dir),
+        |options, dir| {
+            options.layout.gate =
+                harness_testkit::utf8(copy_asset(options.layout.gate.as_std_path(), dir)).unwrap()
+        },
         |s| remove_asset(s, "gate"),
     );
     assert_blocked(&outcome);
@@ -226,7 +235,10 @@ fn s0_3_claude_code_the_wrapper_blocks_a_missing_gate() {
     let outcome = one_turn(
         &claude,
         read_readme,
-        |options, dir| options.layout.gate = copy_asset(&options.layout.gate, dir),
+        |options, dir| {
+            options.layout.gate =
+                harness_testkit::utf8(copy_asset(options.layout.gate.as_std_path(), dir)).unwrap()
+        },
         |s| remove_asset(s, "gate"),
     );
     assert_blocked(&outcome);
@@ -242,7 +254,8 @@ fn s0_4_pi_the_wall_clock_and_the_missing_marker_fail_the_turn() {
         &pi,
         read_readme,
         |options, dir| {
-            options.layout.gate = script(dir, "hanging-gate", "exec sleep 120");
+            options.layout.gate =
+                harness_testkit::utf8(script(dir, "hanging-gate", "exec sleep 120")).unwrap();
             options.turn_timeout = 4;
         },
         |_| {},
@@ -263,7 +276,8 @@ fn s0_4_claude_code_the_timeout_wrapper_blocks_within_the_hook_timeout() {
         &claude,
         read_readme,
         |options, dir| {
-            options.layout.gate = script(dir, "hanging-gate", "exec sleep 120");
+            options.layout.gate =
+                harness_testkit::utf8(script(dir, "hanging-gate", "exec sleep 120")).unwrap();
         },
         |_| {},
     );
@@ -360,7 +374,7 @@ fn restricted_keeps_claude_md_out_of_the_prompt_and_without_it_the_memory_reache
                     original.replace("--restricted ", "").replace("--setting-sources \"\" ", "");
                 std::fs::write(adapters.join(name), open).unwrap();
             }
-            options.layout.adapters = adapters;
+            options.layout.adapters = harness_testkit::utf8(adapters).unwrap();
         },
         plant,
     );

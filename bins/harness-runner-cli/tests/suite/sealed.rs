@@ -157,7 +157,7 @@ mod real_claude {
         let claude = require_cli(Cli::Claude)?;
         let gate = workspace_binary("harness-gate");
         let _ = (workspace_binary("harness-mcp"), workspace_binary("harness-unslop"));
-        let mut options = SessionOptions::from_checkout(gate.parent().unwrap());
+        let mut options = SessionOptions::from_checkout(gate.parent().unwrap()).unwrap();
         options.limits = Some(limits.iter().map(|tool| (*tool).to_owned()).collect());
         let s = SessionScenario::with_options(&claude, options).unwrap();
         s.broker().answer(

@@ -10,7 +10,7 @@ use harness_unslop::log::read_from;
 use harness_unslop::{NOTICE_HEADING, PANIC_FOR_TEST};
 
 fn lists() -> PathBuf {
-    workspace_root().join("crates/harness-unslop/assets/lists.json")
+    workspace_root().join("crates/harness-unslop/assets/lists.json").into()
 }
 
 /// Returns the hook command with an environment of `env` only.

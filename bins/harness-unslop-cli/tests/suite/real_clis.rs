@@ -58,10 +58,10 @@ impl Session {
             ListsFile::Broken => {
                 let path = sandbox.root().join("lists.json");
                 std::fs::write(&path, "{\"version\": 1, \"entries\": [").unwrap();
-                path
+                harness_testkit::utf8(path).unwrap()
             }
         };
-        let session = Self { cli, paths, model, sandbox, log, lists };
+        let session = Self { cli, paths, model, sandbox, log, lists: lists.into() };
         if cli == Cli::Claude {
             session.write_claude_settings();
         }

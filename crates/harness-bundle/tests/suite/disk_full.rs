@@ -62,7 +62,7 @@ fn disk_full_while_writing_a_bundle_fails_bundle_failed_and_leaves_nothing() {
     let notes: String = "A line of notes for the skill, long enough to matter.\n".repeat(500);
     std::fs::write(env.skills.join("tdd/notes.md"), &notes).unwrap();
     let instance = resolved("pm");
-    let _tmpfs = Tmpfs::mount(&env.out, TMPFS_KIB);
+    let _tmpfs = Tmpfs::mount(env.out.as_std_path(), TMPFS_KIB);
     let filler = env.out.join("filler");
     let (mut built, mut failed) = (0, Vec::new());
     for size in (0..TMPFS_KIB * 1024).step_by(STEP) {
@@ -81,7 +81,7 @@ fn disk_full_while_writing_a_bundle_fails_bundle_failed_and_leaves_nothing() {
             Err(error) => {
                 assert_eq!(error.code(), "bundle-failed", "filler {size}: {error}");
                 let text = error.to_string();
-                assert!(text.contains(&env.out.display().to_string()), "names the file: {text}");
+                assert!(text.contains(&env.out.to_string()), "names the file: {text}");
                 assert!(!text.contains(".partial"), "names the target, not the sibling: {text}");
                 assert!(text.contains("No space left on device"), "the OS cause: {text}");
                 let source = std::error::Error::source(&error)
@@ -90,7 +90,11 @@ fn disk_full_while_writing_a_bundle_fails_bundle_failed_and_leaves_nothing() {
                 failed.push((text, source));
             }
         }
-        assert_eq!(names(&env.out), ["filler"], "filler {size}: nothing but the filler is left");
+        assert_eq!(
+            names(env.out.as_std_path()),
+            ["filler"],
+            "filler {size}: nothing but the filler is left"
+        );
         std::fs::remove_file(&filler).unwrap();
     }
     assert!(built > 0, "the bundle fits on the empty tmpfs");

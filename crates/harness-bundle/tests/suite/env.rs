@@ -2,23 +2,24 @@
 //! digests are stable), a copy of the fixture skills, and a directory for bundles.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use camino::Utf8PathBuf;
 use harness_adapters::{HarnessModule, InstallLayout, module};
 use harness_bundle::{BundleRequest, CredentialStatus, Route, SessionInfo};
 use harness_tools::ResolvedInstance;
 
 pub(crate) struct Env {
     _dir: tempfile::TempDir,
-    pub(crate) root: PathBuf,
+    pub(crate) root: Utf8PathBuf,
     pub(crate) layout: InstallLayout,
-    pub(crate) skills: PathBuf,
-    pub(crate) workspace: PathBuf,
-    pub(crate) out: PathBuf,
+    pub(crate) skills: Utf8PathBuf,
+    pub(crate) workspace: Utf8PathBuf,
+    pub(crate) out: Utf8PathBuf,
 }
 
-pub(crate) fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+pub(crate) fn workspace_root() -> Utf8PathBuf {
+    camino::Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize_utf8().unwrap()
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -37,12 +38,14 @@ fn copy_dir(from: &Path, to: &Path) {
 impl Env {
     pub(crate) fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
+        let root = Utf8PathBuf::try_from(dir.path().canonicalize().unwrap()).unwrap();
         let layout = InstallLayout::under(&root.join("prefix"));
         for (path, text) in [
             (&layout.gate, "fake harness-gate"),
             (&layout.mcp, "fake harness-mcp"),
             (&layout.unslop, "fake harness-unslop"),
+            (&layout.runner, "fake harness-runner"),
+            (&layout.harness, "fake harness"),
             (&layout.pi_extension, "fake extension"),
             (&layout.pi_unslop_extension, "fake unslop extension"),
             (&layout.unslop_lists, "{\"fake\": true}"),
@@ -53,7 +56,10 @@ impl Env {
             std::fs::write(path, text).unwrap();
         }
         let skills = root.join("skills-enabled");
-        copy_dir(&workspace_root().join("fixtures/bundle/skills-enabled"), &skills);
+        copy_dir(
+            workspace_root().join("fixtures/bundle/skills-enabled").as_std_path(),
+            skills.as_std_path(),
+        );
         let workspace = root.join("ws");
         std::fs::create_dir_all(&workspace).unwrap();
         let out = root.join("out");
@@ -61,7 +67,7 @@ impl Env {
         Env { _dir: dir, root, layout, skills, workspace, out }
     }
 
-    pub(crate) fn bundle_dir(&self) -> PathBuf {
+    pub(crate) fn bundle_dir(&self) -> Utf8PathBuf {
         self.out.join("bundle")
     }
 
@@ -73,7 +79,7 @@ impl Env {
     /// Replaces every temporary path with a stable marker, and every sha256 (digests of files
     /// that hold those paths differ from run to run; the verify tests check digests instead).
     pub(crate) fn redact(&self, text: &str) -> String {
-        let text = text.replace(&self.root.display().to_string(), "[ROOT]");
+        let text = text.replace(self.root.as_str(), "[ROOT]");
         let mut out = String::with_capacity(text.len());
         let mut run = String::new();
         for c in text.chars() {
@@ -93,7 +99,7 @@ impl Env {
 pub(crate) fn resolved(name: &str) -> ResolvedInstance {
     let path = workspace_root().join(format!("fixtures/resolved/{name}.json"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+        .unwrap_or_else(|error| panic!("{path}: {error}"))
 }
 
 pub(crate) fn contract(name: &str) -> String {

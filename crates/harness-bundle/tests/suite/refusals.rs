@@ -12,7 +12,7 @@ use super::env::{Env, request, resolved};
 #[track_caller]
 fn refuse(skills: &[&str], setup: impl FnOnce(&Path), code: &str, names: &str) {
     let env = Env::new();
-    setup(&env.skills);
+    setup(env.skills.as_std_path());
     let mut instance = resolved("pm");
     instance.skills = skills.iter().map(|s| (*s).to_owned()).collect();
     let error = build_bundle(&request(&env, &instance, Route::Primary)).unwrap_err();
@@ -197,15 +197,62 @@ fn a_relative_workspace_is_refused() {
     assert!(env.out_is_empty());
 }
 
+/// Issue 14, item 10: a prefix missing one file of an install is refused as what it is, naming
+/// the prefix and the file, and how to make one.
 #[test]
-fn a_missing_gate_fails_the_build() {
+fn a_missing_gate_refuses_the_install() {
     let env = Env::new();
     std::fs::remove_file(&env.layout.gate).unwrap();
     let instance = resolved("pm");
     let error = build_bundle(&request(&env, &instance, Route::Primary)).unwrap_err();
-    assert_eq!(error.code(), "bundle-failed");
-    assert!(error.to_string().contains("harness-gate"), "{error}");
+    assert_eq!(error.code(), "install-invalid", "{error}");
+    let text = error.to_string();
+    let prefix = env.root.join("prefix");
+    assert!(text.contains(&format!("{prefix:?} is not a harness install prefix")), "{text}");
+    let expected =
+        format!("1 of the {} files an install holds are missing", env.layout.files().len());
+    assert!(text.contains(&expected), "{text}");
+    assert!(text.contains(&format!("{:?}", env.layout.gate)), "{text}");
+    assert!(text.contains(&format!("cargo xtask dist --prefix {prefix}")), "{text}");
     assert!(env.out_is_empty());
+}
+
+/// Issue 14, item 10: a directory that is no install at all (the usual mistake: the checkout,
+/// `target/debug`, a typo) says so, whichever harness the bundle is for.
+#[test]
+fn a_directory_that_is_no_install_is_refused_as_one() {
+    for route in [Route::Primary, Route::Fallback] {
+        let env = Env::new();
+        let instance = resolved("pm");
+        let mut req = request(&env, &instance, route);
+        let elsewhere = env.root.join("not-an-install");
+        std::fs::create_dir(&elsewhere).unwrap();
+        req.install = harness_adapters::InstallLayout::under(&elsewhere);
+        let error = build_bundle(&req).unwrap_err();
+        assert_eq!(error.code(), "install-invalid", "{error}");
+        let text = error.to_string();
+        let all = env.layout.files().len();
+        let expected = format!("is not a harness install prefix: {all} of the {all} files");
+        assert!(text.contains(&expected), "{text}");
+        assert!(env.out_is_empty());
+    }
+}
+
+/// A layout that is not under one prefix (a checkout's) and lacks a file names the file.
+#[test]
+fn an_incomplete_layout_without_a_prefix_names_the_file() {
+    let env = Env::new();
+    let instance = resolved("pm");
+    let mut req = request(&env, &instance, Route::Primary);
+    req.install.runner = env.root.join("elsewhere/harness-runner");
+    assert_eq!(req.install.prefix(), None);
+    let error = build_bundle(&req).unwrap_err();
+    assert_eq!(error.code(), "install-invalid", "{error}");
+    let text = error.to_string();
+    let expected =
+        format!("the install layout is not whole: 1 of its {} files", env.layout.files().len());
+    assert!(text.contains(&expected), "{text}");
+    assert!(text.contains("elsewhere/harness-runner"), "{text}");
 }
 
 /// Builds `edit`ed requests for the pm fixture and checks each refusal's code, what its message
@@ -234,7 +281,10 @@ fn a_relative_bundle_dir_is_refused_naming_the_field() {
 #[test]
 fn a_relative_install_path_is_refused_naming_the_field() {
     refuse_request(
-        |_, req| req.install = harness_adapters::InstallLayout::under(Path::new("prefix")),
+        |_, req| {
+            req.install =
+                harness_adapters::InstallLayout::under(harness_bundle::Utf8Path::new("prefix"))
+        },
         "path-not-absolute",
         "install.gate \"prefix/bin/harness-gate\"",
     );
@@ -268,7 +318,7 @@ fn a_workspace_that_is_missing_a_file_root_or_not_normal_is_refused() {
     );
     refuse_request(
         |env, req| {
-            symlink("ws", &env.root.join("ws-link"));
+            symlink("ws", env.root.join("ws-link").as_std_path());
             req.session.workspace = env.root.join("ws-link");
         },
         "workspace-invalid",
@@ -282,7 +332,7 @@ fn a_workspace_that_is_missing_a_file_root_or_not_normal_is_refused() {
     refuse_request(
         |env, req| {
             std::fs::create_dir_all(env.workspace.join("sub")).unwrap();
-            symlink("ws/sub", &env.root.join("into-ws"));
+            symlink("ws/sub", env.root.join("into-ws").as_std_path());
             req.dir = env.root.join("into-ws/bundle");
         },
         "workspace-invalid",
@@ -394,7 +444,7 @@ fn an_io_error_names_the_target_and_the_os_cause_never_the_partial_sibling() {
     let error = build_bundle(&req).unwrap_err();
     let text = error.to_string();
     assert_eq!(error.code(), "bundle-failed", "{text}");
-    assert!(text.contains(&req.dir.display().to_string()), "{text}");
+    assert!(text.contains(&req.dir.to_string()), "{text}");
     assert!(text.contains("No such file or directory"), "the OS cause: {text}");
     assert!(!text.contains(".partial"), "{text}");
 }

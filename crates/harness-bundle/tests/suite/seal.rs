@@ -35,7 +35,7 @@ fn a_changed_adapter_script_is_a_mismatch_on_both_harnesses() {
     {
         let env = Env::new();
         let bundle = built(&env, fixture, route);
-        rewrite(&env.layout.adapters.join(script), "exec \"$MOSAIC_CLI\" --no-gate");
+        rewrite(env.layout.adapters.join(script).as_std_path(), "exec \"$MOSAIC_CLI\" --no-gate");
         let found = verify_bundle(&bundle.dir, Some(&bundle.digest)).unwrap();
         let text = lines(&found.mismatches);
         assert!(
@@ -62,7 +62,7 @@ fn an_edited_manifest_fails_the_digest() {
     ] {
         let mut edited = manifest.clone();
         edited[field] = value;
-        rewrite(&path, &serde_json::to_string_pretty(&edited).unwrap());
+        rewrite(path.as_std_path(), &serde_json::to_string_pretty(&edited).unwrap());
         let found = verify_bundle(&bundle.dir, Some(&bundle.digest)).unwrap();
         assert!(
             matches!(&found.mismatches[0], Mismatch::Digest { expected, .. } if *expected == bundle.digest),
@@ -75,7 +75,7 @@ fn an_edited_manifest_fails_the_digest() {
     // The adapter asset sealed in the manifest must be the adapter the manifest runs, with or
     // without a digest.
     manifest["adapter"] = serde_json::json!("/tmp/evil.sh");
-    rewrite(&path, &serde_json::to_string_pretty(&manifest).unwrap());
+    rewrite(path.as_std_path(), &serde_json::to_string_pretty(&manifest).unwrap());
     let found = verify_bundle(&bundle.dir, None).unwrap();
     assert!(
         lines(&found.mismatches)
@@ -90,9 +90,9 @@ fn an_edited_manifest_fails_the_digest() {
 fn modes_are_checked() {
     let env = Env::new();
     let bundle = built(&env, "pm", Route::Primary);
-    chmod(&bundle.dir.join("policy.json"), 0o644);
-    chmod(&bundle.dir, 0o755);
-    chmod(&bundle.dir.join("skills"), 0o770);
+    chmod(bundle.dir.join("policy.json").as_std_path(), 0o644);
+    chmod(bundle.dir.as_std_path(), 0o755);
+    chmod(bundle.dir.join("skills").as_std_path(), 0o770);
     let found = verify_bundle(&bundle.dir, Some(&bundle.digest)).unwrap();
     let text = lines(&found.mismatches);
     for expected in [
@@ -115,13 +115,13 @@ fn a_manifest_key_outside_the_bundle_is_refused_and_never_read() {
     for key in ["../../../etc/hostname", "/etc/hostname", "skills/../../x", "a//b", "./prompt.md"] {
         let mut edited = manifest.clone();
         edited["files"][key] = serde_json::json!("0".repeat(64));
-        rewrite(&path, &edited.to_string());
+        rewrite(path.as_std_path(), &edited.to_string());
         let error = verify_bundle(&bundle.dir, None).unwrap_err();
         assert_eq!(error.code(), "manifest-invalid", "{key}: {error}");
         assert!(error.to_string().contains(key), "{key}: {error}");
     }
     manifest.as_object_mut().unwrap().remove("cliVersion");
-    rewrite(&path, &manifest.to_string());
+    rewrite(path.as_std_path(), &manifest.to_string());
     assert_eq!(verify_bundle(&bundle.dir, None).unwrap_err().code(), "manifest-invalid");
 }
 
@@ -150,19 +150,19 @@ fn the_sealed_bundle_refuses_a_change_made_after_the_start() {
     // The session widens its own policy between two turns.
     let policy = bundle.dir.join("policy.json");
     let text = std::fs::read_to_string(&policy).unwrap();
-    rewrite(&policy, &text.replace(&env.workspace.display().to_string(), "/"));
+    rewrite(policy.as_std_path(), &text.replace(&env.workspace.to_string(), "/"));
     let error = sealed.recheck().unwrap_err();
     assert_eq!(error.code(), "bundle-changed");
     assert!(error.to_string().contains("policy.json: sha256"), "{error}");
-    rewrite(&policy, &text);
+    rewrite(policy.as_std_path(), &text);
     sealed.recheck().unwrap();
     // A file added, a mode widened, the manifest rewritten: each is named.
     std::fs::write(bundle.dir.join("skills/planted.md"), "x").unwrap();
-    chmod(&bundle.dir.join("prompt.md"), 0o644);
+    chmod(bundle.dir.join("prompt.md").as_std_path(), 0o644);
     let error = sealed.recheck().unwrap_err().to_string();
     assert!(error.contains("skills/planted.md: not in the manifest"), "{error}");
     assert!(error.contains("prompt.md: mode 0644"), "{error}");
-    rewrite(&bundle.dir.join("manifest.json"), "{}");
+    rewrite(bundle.dir.join("manifest.json").as_std_path(), "{}");
     let error = sealed.recheck().unwrap_err().to_string();
     assert!(error.contains("manifest.json: sha256"), "{error}");
 }
@@ -173,7 +173,7 @@ fn the_sealed_bundle_checks_the_workspace_and_the_cli_version() {
     let bundle = built(&env, "pm", Route::Primary);
     let sealed = SealedBundle::open(&bundle.dir, &bundle.digest).unwrap();
     sealed.check_workspace(&env.workspace).unwrap();
-    sealed.check_workspace(&env.workspace.join("../ws")).unwrap();
+    sealed.check_workspace(env.workspace.join("../ws")).unwrap();
     let error = sealed.check_workspace(&env.root).unwrap_err();
     assert_eq!(error.code(), "workspace-mismatch", "{error}");
     assert_eq!(sealed.cli_version(), "2.1.296 (Claude Code)");

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::generate::CanaryCall;
 use super::world::World;
-use crate::clis::{Cli, CliPaths, tools_bin_dir, workspace_root};
+use crate::clis::{Cli, CliPaths, tools_bin_dir, utf8, workspace_root};
 use crate::fixture::RoleFixture;
 use crate::process::{CliOutput, new_command, run_with_deadline};
 use crate::recorded::RecordedRequest;
@@ -130,10 +130,10 @@ pub(crate) fn build(
     fixture.resolved.skills.clear();
     fixture.resolved.projects.clear();
     let module = fixture.harness;
-    let mut layout = InstallLayout::from_checkout(&workspace_root(), bin_dir);
-    layout.gate = gate.to_path_buf();
-    layout.adapters = adapters.to_path_buf();
-    build_bundle(&fixture.request(world.bundle(), world.workspace(), layout.clone()))
+    let mut layout = InstallLayout::from_checkout(&workspace_root(), &utf8(bin_dir)?);
+    layout.gate = utf8(gate)?;
+    layout.adapters = utf8(adapters)?;
+    build_bundle(&fixture.request(world.bundle(), world.workspace(), layout.clone())?)
         .map_err(io::Error::other)?;
 
     let manifest: Value =
@@ -179,12 +179,12 @@ pub(crate) fn build(
             env.push((role.env_name().to_owned(), asset_path.to_owned()));
         }
     }
-    let mut programs = vec![module.adapter(&layout), gate.to_path_buf()];
-    programs.extend(module.assets(&layout).into_iter().map(|asset| asset.path));
+    let mut programs = vec![module.adapter(&layout).into(), gate.to_path_buf()];
+    programs.extend(module.assets(&layout).into_iter().map(|asset| asset.path.into()));
     Ok(Launch {
         cli: cli.cli(),
         program: cli.program().to_path_buf(),
-        adapter: module.adapter(&layout),
+        adapter: module.adapter(&layout).into(),
         env,
         programs,
     })

@@ -126,12 +126,7 @@ fn organization_keys_match_the_brokers_list_in_fixtures() {
         .iter()
         .map(|k| k.as_str().unwrap())
         .collect();
-    assert_eq!(
-        ORGANIZATION_KEYS,
-        keys.as_slice(),
-        "ORGANIZATION_KEYS differs from {}",
-        path.display()
-    );
+    assert_eq!(ORGANIZATION_KEYS, keys.as_slice(), "ORGANIZATION_KEYS differs from {}", path);
     assert_eq!(broker["threadDefinition"], THREAD_DEFINITION, "THREAD_DEFINITION differs");
     let properties = tool("change_organization").unwrap().input_schema()["properties"].clone();
     for key in ORGANIZATION_KEYS {
@@ -142,7 +137,7 @@ fn organization_keys_match_the_brokers_list_in_fixtures() {
 /// Loads `fixtures/resolved/NAME.json` and returns its tools, space-separated, and its projects.
 fn tools_of(name: &str) -> (String, Vec<String>) {
     let path = workspace_root().join(format!("fixtures/resolved/{name}.json"));
-    let resolved = ResolvedInstance::load(&path).unwrap();
+    let resolved = ResolvedInstance::load(path.as_std_path()).unwrap();
     let file = tools_for(&resolved);
     (file.names().join(" "), file.projects)
 }
@@ -180,7 +175,7 @@ fn which_tools_each_fixture_gets() {
 #[test]
 fn push_and_fetch_need_a_clone_and_land_needs_land_held() {
     let path = workspace_root().join("fixtures/resolved/reviewer.json");
-    let mut resolved = ResolvedInstance::load(&path).unwrap();
+    let mut resolved = ResolvedInstance::load(path.as_std_path()).unwrap();
     resolved.projects.iter_mut().for_each(|p| p.clone = false);
     resolved.actions.within_role.push("git.push.working".into());
     let names = tools_for(&resolved).names().join(" ");
@@ -195,7 +190,7 @@ fn push_and_fetch_need_a_clone_and_land_needs_land_held() {
 fn tools_json_round_trips_and_refuses_strangers() {
     let dir = tempfile::tempdir().unwrap();
     let path = workspace_root().join("fixtures/resolved/pm.json");
-    let file = tools_for(&ResolvedInstance::load(&path).unwrap());
+    let file = tools_for(&ResolvedInstance::load(path.as_std_path()).unwrap());
     let written = dir.path().join("tools.json");
     std::fs::write(&written, file.to_json()).unwrap();
     assert_eq!(ToolsFile::load(&written).unwrap(), file);

@@ -24,5 +24,5 @@ fn harness_tools_is_pure_data() {
 fn harness_mcp_keeps_stdout_for_the_protocol() {
     let lib = workspace_root().join("crates/harness-mcp/src/lib.rs");
     let text = std::fs::read_to_string(&lib).unwrap();
-    assert!(text.contains("#![deny(clippy::print_stdout)]"), "{}", lib.display());
+    assert!(text.contains("#![deny(clippy::print_stdout)]"), "{}", lib);
 }

@@ -12,7 +12,7 @@ use harness_unslop::{Checker, Lists};
 
 /// Returns the shipped default list's path.
 pub(crate) fn default_lists_path() -> PathBuf {
-    harness_testkit::workspace_root().join("crates/harness-unslop/assets/lists.json")
+    harness_testkit::workspace_root().join("crates/harness-unslop/assets/lists.json").into()
 }
 
 /// Returns the shipped default list, compiled.
