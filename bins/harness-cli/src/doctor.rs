@@ -4,8 +4,7 @@
 
 use std::io::{BufRead as _, Read as _};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use camino::Utf8Path;
 use harness_adapters::InstallLayout;
@@ -17,12 +16,8 @@ use serde_json::json;
 
 use crate::Failure;
 
-/// How long one `--version` may take, as the runner allows its CLI's at start.
-const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one broker call may take, as the runner allows its own.
 const BROKER_TIMEOUT: Duration = Duration::from_secs(10);
-/// The most a `--version` may print that is read.
-const MAX_VERSION_OUTPUT: u64 = 64 * 1024;
 /// The most of stdin read for the capability line, as the runner reads it.
 const MAX_STDIN: u64 = 64 * 1024;
 /// The Node major version Pi's launcher and the extensions need.
@@ -78,6 +73,17 @@ pub(crate) fn run(request: &Request<'_>) -> Result<(), Failure> {
         Some(_) => Some(read_capability()?),
         None => None,
     };
+    // Whatever a program's `--version` leaves running in a session of its own is reparented
+    // here and killed before doctor exits, as the runner does (a failure only means it is not).
+    let reaping = harness_runner::become_subreaper().is_ok();
+    let result = checks(request, capability);
+    if reaping {
+        harness_runner::sweep_descendants();
+    }
+    result
+}
+
+fn checks(request: &Request<'_>, capability: Option<(Capability, String)>) -> Result<(), Failure> {
     let mut report =
         Report { failed: 0, secret: capability.as_ref().map(|(_, text)| text.clone()) };
     install(&mut report, request.prefix);
@@ -136,7 +142,7 @@ fn install(report: &mut Report, prefix: &Path) {
         if binary && present {
             let name = path.file_name().unwrap_or_default();
             let expected = format!("{name} {}", env!("CARGO_PKG_VERSION"));
-            let answered = version(path.as_std_path(), "--version").and_then(|printed| {
+            let answered = version(path.as_std_path()).and_then(|printed| {
                 let first = printed.lines().next().unwrap_or_default().trim();
                 if first == expected {
                     Ok(())
@@ -167,7 +173,7 @@ fn file(path: &Path, binary: bool) -> Result<(), String> {
 /// `node --version` from the first Node on PATH (the one Pi's launcher and the adapters find):
 /// `v24.…`.
 fn node(report: &mut Report) {
-    let outcome = version(Path::new("node"), "--version").and_then(|printed| {
+    let outcome = version(Path::new("node")).and_then(|printed| {
         let printed = printed.trim();
         let major = printed.strip_prefix('v').and_then(|rest| rest.split('.').next());
         if major == Some(NODE_MAJOR) {
@@ -199,7 +205,7 @@ fn run_dir(report: &mut Report, dir: &Path) {
             return;
         }
     };
-    let printed = version(file.cli.as_std_path(), "--version");
+    let printed = version(file.cli.as_std_path());
     let bundle = dir.join(&file.bundle);
     let manifest = bundle.join("manifest.json");
     if !manifest.exists() {
@@ -285,53 +291,10 @@ fn broker_error(error: BrokerError) -> String {
     }
 }
 
-/// Runs `program ARG` with only PATH in its environment, stdin closed and a wall clock of 10 s,
-/// as the runner runs its CLI's `--version`; returns what it printed on stdout.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "doctor runs each installed binary's, Node's and the CLI's --version, nothing else"
-)]
-fn version(program: &Path, arg: &str) -> Result<String, String> {
-    let shown = program.display();
-    let mut child = Command::new(program)
-        .arg(arg)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|error| format!("cannot run {shown} {arg}: {error}"))?;
-    // The output is read on its own thread, so a child that prints much cannot stall the wait.
-    let stdout = child.stdout.take();
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        if let Some(stdout) = stdout {
-            let _ = stdout.take(MAX_VERSION_OUTPUT).read_to_end(&mut out);
-        }
-        let _ = sender.send(out);
-    });
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > VERSION_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{shown} {arg} gave no answer in 10 s"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(error) => return Err(format!("cannot wait for {shown} {arg}: {error}")),
-        }
-    };
-    if !status.success() {
-        return Err(format!("{shown} {arg} exited with {status}"));
-    }
-    // A process it left behind may hold stdout open: what came within the wall clock counts.
-    let left = VERSION_TIMEOUT.saturating_sub(start.elapsed()).max(Duration::from_millis(100));
-    let out = receiver
-        .recv_timeout(left)
-        .map_err(|_| format!("{shown} {arg} exited but its stdout stayed open"))?;
-    String::from_utf8(out).map_err(|_| format!("{shown} {arg} printed text that is not UTF-8"))
+/// `program --version` as the runner runs its CLI's (`harness_runner::program_version`: only
+/// PATH in its environment, stdin closed, its process group killed when it ends, 10 s); what it
+/// printed on stdout.
+fn version(program: &Path) -> Result<String, String> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    harness_runner::program_version(program, path).map_err(|error| error.to_string())
 }

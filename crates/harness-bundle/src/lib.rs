@@ -23,29 +23,29 @@
 //! `cargo xtask dist --prefix P` installed into.
 //!
 //! ```
-//! use std::path::Path;
-//!
 //! use harness_bundle::{
-//!     BundleRequest, InstallLayout, ResolvedInstance, Route, SessionInfo, build_bundle, module,
-//!     modules, verify_bundle,
+//!     BundleRequest, InstallLayout, ResolvedInstance, Route, SessionInfo, Utf8Path, build_bundle,
+//!     module, modules, utf8_path, verify_bundle,
 //! };
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-//! let root = tempfile::tempdir()?;
+//! let fixtures = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+//! let temporary = tempfile::tempdir()?;
+//! // The bundle's paths are text: a path from the system becomes UTF-8, or `path-not-utf8`.
+//! let root = utf8_path("the temporary directory", temporary.path().to_path_buf())?;
 //!
 //! // The install the bundle points at; every file of the layout must exist.
-//! let install = InstallLayout::under(&root.path().join("prefix"));
+//! let install = InstallLayout::under(&root.join("prefix"));
 //! for (file, _mode) in install.files() {
 //!     if let Some(parent) = file.parent() {
 //!         std::fs::create_dir_all(parent)?;
 //!     }
-//!     std::fs::write(&file, format!("stand-in for {}\n", file.display()))?;
+//!     std::fs::write(&file, format!("stand-in for {file}\n"))?;
 //! }
-//! let workspace = root.path().join("workspace");
+//! let workspace = root.join("workspace");
 //! std::fs::create_dir(&workspace)?;
 //! // The run directory; the bundle is made inside it and must not exist yet.
-//! let run = root.path().join("run");
+//! let run = root.join("run");
 //! std::fs::create_dir(&run)?;
 //!
 //! // The resolved instance, and the harness module its `harness` var names.

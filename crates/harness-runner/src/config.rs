@@ -187,7 +187,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError>
 /// from the bundle and the assets it names, and from nothing else.
 /// The run directory must be UTF-8: the paths joined to it (the bundle, the state directory)
 /// are text in JSON and in the CLI's environment.
-pub fn load_run(dir: &Path) -> Result<Run, RunError> {
+pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
     let dir = Utf8Path::from_path(dir).ok_or_else(|| {
         let why = format!("the run directory {dir:?} is not UTF-8: its paths are text (run.json, the CLI's environment)");
         RunError::invalid(dir, why)
@@ -239,7 +239,7 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
     let seal = harness_bundle::SealedBundle::open(bundle.as_std_path(), &file.bundle_digest)
         .map_err(sealed)?;
     seal.check_workspace(file.workspace.as_std_path()).map_err(sealed)?;
-    seal.check_cli_version(file.cli.as_std_path(), &cli_version(file.cli.as_std_path())?)
+    seal.check_cli_version(file.cli.as_std_path(), &cli_version(file.cli.as_std_path(), env)?)
         .map_err(sealed)?;
     let manifest_json = bundle.join("manifest.json");
     let manifest: Manifest = serde_json::from_slice(seal.manifest_bytes())
@@ -251,34 +251,10 @@ pub fn load_run(dir: &Path) -> Result<Run, RunError> {
 }
 
 /// What `CLI --version` prints, run once at start with only the runner's PATH (Pi's launcher
-/// finds Node on it) and a wall clock of 10 s.
-#[expect(clippy::disallowed_methods, reason = "the runner checks its CLI's version once at start")]
-fn cli_version(cli: &Path) -> Result<String, RunError> {
-    use std::io::Read as _;
-    let failed = |why: String| RunError::invalid(cli, format!("cannot run --version: {why}"));
-    let mut child = std::process::Command::new(cli)
-        .arg("--version")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|error| failed(error.to_string()))?;
-    let start = std::time::Instant::now();
-    while child.try_wait().map_err(|error| failed(error.to_string()))?.is_none() {
-        if start.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(failed("no answer in 10 s".to_owned()));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut out = Vec::new();
-    if let Some(stdout) = child.stdout.take() {
-        stdout.take(64 * 1024).read_to_end(&mut out).map_err(|error| failed(error.to_string()))?;
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+/// finds Node on it) under the supervisor's wall clock ([`crate::VERSION_TIMEOUT`]).
+fn cli_version(cli: &Path, env: &crate::Environment) -> Result<String, RunError> {
+    crate::version::program_version(cli, env.path())
+        .map_err(|error| RunError::invalid(cli, error.to_string()))
 }
 
 /// A state directory the session cannot reach through the run directory or the workspace:

@@ -21,6 +21,7 @@ mod session;
 mod supervise;
 mod test_hooks;
 mod turn;
+mod version;
 
 pub use config::{Manifest, Run, RunFile, load_run, read_capability};
 pub use creds::{FOUNDER_ENV, ROLE_TOKEN_PREFIX, role_token_var};
@@ -34,4 +35,6 @@ pub use request::{
 pub use session::{
     LANDING_SENDER, RunnerConfig, Stopped, harden_process, install_stop_handlers, run,
 };
+pub use supervise::{become_subreaper, sweep_descendants};
 pub use test_hooks::panic_for_test;
+pub use version::{VERSION_TIMEOUT, VersionError, program_version};

@@ -101,7 +101,18 @@ pub fn run<R: std::io::BufRead + Send + 'static>(
             }
         }
     };
-    let run = load_run(&config.run_dir)?;
+    // Before the first process is started (the CLI's --version): what any process the runner
+    // starts leaves in a new session is reparented here, and killed on every way out below.
+    become_subreaper().map_err(RunError::io("become a child subreaper", &config.run_dir))?;
+    let result = claim_and_serve(config, cap);
+    sweep_descendants();
+    result
+}
+
+/// Everything after the capability: the run directory, the claim, the session.
+fn claim_and_serve(config: &RunnerConfig, cap: Capability) -> Result<Stopped, RunError> {
+    let stopped = || config.stop.load(Ordering::SeqCst);
+    let run = load_run(&config.run_dir, &config.env)?;
     tracing::info!(
         run_dir = %run.dir.display(),
         run = %run.manifest.run,
@@ -123,8 +134,6 @@ pub fn run<R: std::io::BufRead + Send + 'static>(
     if stopped() {
         return Ok(Stopped::BeforeClaim);
     }
-    // What a turn starts in a new session is reparented here, to be killed after the turn.
-    become_subreaper().map_err(RunError::io("become a child subreaper", &run.dir))?;
     let mut session = Session::new(&run, cap, config);
     // Bound (not yet served) before the claim, so a path held by something else ends the run
     // with exit 2 and nothing claimed; dropped unserved, it removes its socket file.
@@ -135,7 +144,6 @@ pub fn run<R: std::io::BufRead + Send + 'static>(
         Err(error) => Err(error),
     };
     session.release();
-    sweep_descendants();
     result
 }
 

@@ -272,8 +272,9 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
     Ok(Outcome { ended, stdout: take(stdout), stderr: take(stderr) })
 }
 
-/// Makes the runner a child subreaper: orphans of its descendants become its children.
-pub(crate) fn become_subreaper() -> std::io::Result<()> {
+/// Makes this process a child subreaper: orphans of its descendants become its children, so
+/// [`sweep_descendants`] finds what they left in a new session.
+pub fn become_subreaper() -> std::io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
 }
 
@@ -281,7 +282,7 @@ pub(crate) fn become_subreaper() -> std::io::Result<()> {
 const SWEEP_LIMIT: Duration = Duration::from_secs(2);
 
 /// Kills and reaps every descendant of this process. Returns how many processes it killed.
-pub(crate) fn sweep_descendants() -> usize {
+pub fn sweep_descendants() -> usize {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let started = Instant::now();
     let mut killed = BTreeSet::new();

@@ -48,7 +48,7 @@ pub use gate_scenario::{
     FINAL_TEXT, GateScenario, INSIDE_TEXT, OutsideRead, SECRET_TEXT, ScenarioStep,
 };
 pub use host::{FakeHost, HostCall, git};
-pub use process::{CliOutput, run_with_deadline};
+pub use process::{CliOutput, kill_marked, marked_processes, run_with_deadline};
 pub use recorded::{Outcome, RecordedRequest, ToolResult};
 pub use sandbox::{CliSandbox, PI_MODEL, PI_MODEL_ARG, PI_PROVIDER};
 pub use script::{Block, Reply, Script};

@@ -167,3 +167,32 @@ fn kill_group(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The live processes whose command line holds `marker` (a test starts what it wants to find
+/// with a marker of its own in its argv, such as `sh -c 'sleep 40; :' MARKER`).
+pub fn marked_processes(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        let zombie = status.lines().any(|line| line.starts_with("State:") && line.contains('Z'));
+        if String::from_utf8_lossy(&cmdline).contains(marker) && !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Kills the processes [`marked_processes`] finds with `marker` and returns their pids, so that
+/// a test whose check fails leaves nothing of its own running either.
+pub fn kill_marked(marker: &str) -> Vec<u32> {
+    let found = marked_processes(marker);
+    for &pid in &found {
+        if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+    found
+}

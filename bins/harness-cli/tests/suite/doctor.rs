@@ -193,6 +193,40 @@ fn a_binary_of_another_release_and_the_wrong_node_fail() {
     );
 }
 
+/// A binary whose `--version` answers but leaves a process holding its stdout neither holds
+/// doctor (the answer is taken when the binary exits) nor outlives it (doctor reaps what the
+/// programs it runs leave, as the runner does).
+#[test]
+fn a_version_that_leaves_a_process_holding_stdout_neither_holds_nor_outlives_doctor() {
+    let Some(_node) = require_node() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let mark = format!("harness-doctor-version-{}", std::process::id());
+    let unslop = prefix.join("bin/harness-unslop");
+    std::fs::remove_file(&unslop).unwrap();
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o755).open(&unslop).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    writeln!(
+        file,
+        "#!/bin/sh\necho 'harness-unslop {version}'\nsetsid sh -c 'sleep 40; :' {mark} &"
+    )
+    .unwrap();
+    drop(file);
+    let started = std::time::Instant::now();
+    let output = doctor(&["--prefix", prefix.to_str().unwrap()], None, "");
+    let took = started.elapsed();
+    let left = harness_testkit::kill_marked(&mark);
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{context}");
+    assert!(
+        stdout_lines(&output).iter().any(|l| l == "ok version bin/harness-unslop"),
+        "{context}"
+    );
+    assert!(took < std::time::Duration::from_secs(10), "doctor took {took:?}: {context}");
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
 /// A run directory for a bundle built for the pi route, whose CLI prints `printed`.
 fn run_dir(dir: &Path, printed: &str) -> PathBuf {
     let request = setup(dir, "pm", "fallback");

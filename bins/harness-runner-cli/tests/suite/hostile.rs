@@ -11,11 +11,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use harness_testkit::BrokerAnswer;
+use harness_testkit::{BrokerAnswer, kill_marked, marked_processes};
 use serde_json::{Value, json};
 
 use super::fixture::{
-    CAP, Fixture, alive, assert_clean, finish, message, start, stderr, terminate, tool, wait_until,
+    CAP, FAKE_CLI_VERSION, Fixture, assert_clean, finish, message, start, stderr, terminate, tool,
+    wait_until,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -28,30 +29,6 @@ fn marker(what: &str) -> String {
         std::process::id(),
         SERIAL.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// The live processes whose argv holds `marker`.
-fn marked(marker: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(marker) && alive(pid) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Kills what this test's adapter left (only processes carrying its marker), and returns
-/// their pids, so that a failing check leaves nothing behind either.
-fn kill_marked(marker: &str) -> Vec<u32> {
-    let found = marked(marker);
-    for &pid in &found {
-        let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
-    found
 }
 
 fn sends(fx: &Fixture) -> Vec<Value> {
@@ -344,7 +321,7 @@ fn a_detached_process_a_turn_started_is_killed_after_the_turn() {
     wait_until(LIMIT, "the reply", || !sends(&fx).is_empty());
     // The runner is still running: the turn's leftovers are gone already, not at exit.
     let gone = Instant::now();
-    while !marked(&mark).is_empty() && gone.elapsed() < Duration::from_secs(5) {
+    while !marked_processes(&mark).is_empty() && gone.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let left = kill_marked(&mark);
@@ -363,7 +340,7 @@ fn a_detached_process_of_a_turn_stopped_by_sigterm_is_killed_before_the_exit() {
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
     let child = fx.spawn(&[("TEST_MODE", "leavehang"), ("TEST_MARK", &mark)]);
     wait_until(LIMIT, "the adapter", || fx.run.join("session/started").exists());
-    wait_until(LIMIT, "the detached process", || !marked(&mark).is_empty());
+    wait_until(LIMIT, "the detached process", || !marked_processes(&mark).is_empty());
     terminate(&child);
     let output = finish(child, LIMIT);
     let left = kill_marked(&mark);
@@ -594,4 +571,37 @@ fn a_claim_that_got_no_answer_is_released_on_the_way_out() {
 /// writable by the session.
 fn unconfined() -> Fixture {
     Fixture::with_run_json(|run_json| run_json["confine"] = serde_json::json!("off"))
+}
+
+/// The CLI's `--version` runs under the supervisor: a CLI that leaves a process holding its
+/// stdout cannot hold the runner's start (it was read to its end, the 40 s of the process
+/// holding it), and the process is killed by the runner's exit at the latest.
+#[test]
+fn a_cli_whose_version_leaves_a_process_holding_stdout_does_not_hold_the_start() {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mark = marker("version");
+    let fx = Fixture::new();
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(fx.run.join("run.json")).unwrap()).unwrap();
+    let cli = std::path::PathBuf::from(run["cli"].as_str().unwrap());
+    std::fs::remove_file(&cli).unwrap();
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o755).open(&cli).unwrap();
+    let script =
+        format!("#!/bin/sh\necho '{FAKE_CLI_VERSION}'\nsetsid sh -c 'sleep 40; :' {mark} &\n");
+    std::io::Write::write_all(&mut file, script.as_bytes()).unwrap();
+    drop(file);
+    let child = fx.spawn(&[]);
+    let claimed = || !fx.broker.calls_of("role.claim").is_empty();
+    let waited = std::time::Instant::now();
+    while !claimed() && waited.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let in_time = claimed();
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let left = kill_marked(&mark);
+    assert!(in_time, "no claim within 8 s: {}", stderr(&output));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(left.is_empty(), "the holder of --version's stdout was left running: {left:?}");
 }
