@@ -147,7 +147,8 @@ pub struct UnixBroker {
 #[serde(deny_unknown_fields)]
 #[schemars(title = "broker request")]
 pub struct BrokerRequest<'a> {
-    /// The call's id, which the reply repeats; a new one per call.
+    /// The call's id, which the reply repeats; a new one per call, counting from 1.
+    #[schemars(range(min = 1))]
     id: u64,
     /// The session's capability, as the host gave it to the runner.
     cap: &'a str,

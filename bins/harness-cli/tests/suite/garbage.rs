@@ -53,6 +53,7 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("an array", b"[]".to_vec(), "not a bundle request"),
         ("an unknown field", with("cap", json!("x")), "request-invalid: "),
         ("an unknown field named", with("cap", json!("x")), "unknown field `cap`"),
+        ("dir, which is --out", with("dir", json!(files.join("elsewhere"))), "unknown field `dir`"),
         ("no session", without("session"), "missing field `session`"),
         ("route unknown", with("route", json!("sideways")), "not a bundle request"),
         ("resolved a number", with("resolved", json!(5)), "not a bundle request"),
