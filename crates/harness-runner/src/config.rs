@@ -185,9 +185,12 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError>
 
 /// Reads run.json and the bundle, and checks the bundle against its manifest: the session runs
 /// from the bundle and the assets it names, and from nothing else.
-/// The run directory must be UTF-8: the paths joined to it (the bundle, the state directory)
-/// are text in JSON and in the CLI's environment.
+/// A relative run directory is made absolute against the working directory first: the adapter
+/// runs in the workspace, where a relative path would name nothing. The run directory must be
+/// UTF-8: the paths joined to it (the bundle, the state directory) are text in JSON and in the
+/// CLI's environment.
 pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
+    let dir = &std::path::absolute(dir).map_err(RunError::io("make absolute", dir))?;
     let dir = Utf8Path::from_path(dir).ok_or_else(|| {
         let why = format!("the run directory {dir:?} is not UTF-8: its paths are text (run.json, the CLI's environment)");
         RunError::invalid(dir, why)

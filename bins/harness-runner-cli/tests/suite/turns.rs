@@ -197,3 +197,41 @@ fn a_flagged_reply_is_named_in_the_note_of_the_next_result_once() {
         "{second}"
     );
 }
+
+/// A run directory given as a relative path is made absolute before anything is derived from
+/// it: the adapter runs in the workspace, where `MOSAIC_REQUEST`, `MOSAIC_BUNDLE` and the tool
+/// socket as relative paths would name nothing (every turn failed).
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the test runs the runner binary")]
+fn a_relative_run_directory_runs_its_turns() {
+    use std::io::Write as _;
+    let fx = Fixture::new();
+    fx.broker
+        .answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hello there")));
+    let parent = fx.run.parent().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harness-runner"))
+        .arg(fx.run.file_name().unwrap())
+        .current_dir(parent)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("TEST_MODE", "env")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{{\"cap\": \"{CAP}\"}}").unwrap();
+    drop(stdin);
+    wait_until(LIMIT, "the reply", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let env = std::fs::read_to_string(fx.run.join("session/adapter.env")).unwrap();
+    for name in ["MOSAIC_RUN", "MOSAIC_BUNDLE", "MOSAIC_REQUEST", "MOSAIC_TOOLS_SOCK"] {
+        let value = env.lines().find_map(|line| line.strip_prefix(&format!("{name}="))).unwrap();
+        assert!(value.starts_with(parent.to_str().unwrap()), "{name}={value} is not absolute");
+    }
+    let sends = fx.broker.calls_of("message.send");
+    assert_eq!(sends[0].args["text"], "env", "the turn ran: {}", stderr(&output));
+}
