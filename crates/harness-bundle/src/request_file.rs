@@ -11,9 +11,13 @@ use crate::error::{BundleError, utf8_path};
 use crate::request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};
 use crate::routes::Route;
 
-/// A value given inline or as the path of a JSON file that holds it (relative to the request).
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+/// A value given inline (an object) or as the path of a JSON file that holds it (a string,
+/// relative to the request).
+// The schema's shape only: `resolved` is read from a JSON value, so that an error inside an
+// inline instance names its field instead of "did not match any variant".
+#[derive(Debug, schemars::JsonSchema)]
 #[serde(untagged)]
+#[expect(dead_code, reason = "the schema's shape only; `resolved` is read from a JSON value")]
 enum Inline<T> {
     Path(#[schemars(with = "std::path::PathBuf")] Utf8PathBuf),
     Value(Box<T>),
@@ -35,7 +39,8 @@ struct Install {
 #[schemars(title = "bundle request")]
 pub struct RequestFile {
     /// The resolved instance, inline or as a path to its JSON file.
-    resolved: Inline<ResolvedInstance>,
+    #[schemars(with = "Inline<ResolvedInstance>")]
+    resolved: serde_json::Value,
     /// The role contract (markdown) file.
     #[schemars(with = "std::path::PathBuf")]
     contract: Utf8PathBuf,
@@ -148,18 +153,33 @@ pub fn load_request(
     let absolute = std::path::absolute(path).map_err(BundleError::io("resolve", path))?;
     let path = &utf8_path("the request file, made absolute", absolute)?;
     let text = std::fs::read(path).map_err(BundleError::io("read", path))?;
-    let file: RequestFile = serde_json::from_slice(&text)
+    let file: RequestFile = from_json(&mut serde_json::Deserializer::from_slice(&text))
         .map_err(|error| invalid(path, format!("not a bundle request: {error}")))?;
     let base = path.parent().unwrap_or(Utf8Path::new("."));
-    let resolved = match file.resolved {
-        Inline::Value(resolved) => *resolved,
-        Inline::Path(resolved_path) => {
+    let resolved: ResolvedInstance = match file.resolved {
+        serde_json::Value::String(resolved_path) => {
             let resolved_path = base.join(resolved_path);
             let bytes =
                 std::fs::read(&resolved_path).map_err(BundleError::io("read", &resolved_path))?;
-            serde_json::from_slice(&bytes).map_err(|error| {
+            from_json(&mut serde_json::Deserializer::from_slice(&bytes)).map_err(|error| {
                 invalid(&resolved_path, format!("not a resolved instance: {error}"))
             })?
+        }
+        serde_json::Value::Object(_) => from_json(file.resolved)
+            .map_err(|error| invalid(path, format!("not a bundle request: resolved.{error}")))?,
+        other => {
+            let what = match other {
+                serde_json::Value::Null => "null",
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Number(_) => "a number",
+                _ => "an array",
+            };
+            return Err(invalid(
+                path,
+                format!(
+                    "not a bundle request: resolved is {what}; give a path (a string) or the instance (an object)"
+                ),
+            ));
         }
     };
     let contract_path = base.join(&file.contract);
@@ -196,5 +216,23 @@ pub fn load_request(
         install: InstallLayout::under(&prefix),
         network: file.network,
         resolved,
+    })
+}
+
+/// Deserializes `T`, naming the field an error is in (`session.workspace: invalid type: ...`).
+fn from_json<'de, T: serde::Deserialize<'de>>(
+    deserializer: impl serde::Deserializer<'de, Error = serde_json::Error>,
+) -> Result<T, String> {
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let field = error.path().to_string();
+        let error = error.into_inner();
+        // A syntax error or an early end is about the text, not a field.
+        match (field.as_str(), error.classify()) {
+            (".", _)
+            | (_, serde_json::error::Category::Syntax | serde_json::error::Category::Eof) => {
+                error.to_string()
+            }
+            _ => format!("{field}: {error}"),
+        }
     })
 }

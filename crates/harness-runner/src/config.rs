@@ -180,7 +180,26 @@ pub fn read_capability(input: &mut impl BufRead) -> Result<Capability, RunError>
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError> {
     let text = crate::files::read_capped(path, crate::files::MAX_READ)?
         .ok_or_else(|| RunError::invalid(path, "is missing"))?;
-    serde_json::from_slice(&text).map_err(|source| RunError::Json { path: path.to_owned(), source })
+    let mut json = serde_json::Deserializer::from_slice(&text);
+    let value: T = serde_path_to_error::deserialize(&mut json).map_err(|error| {
+        let field = error.path().to_string();
+        let source = error.into_inner();
+        let field = match (field.as_str(), source.classify()) {
+            (".", _)
+            | (_, serde_json::error::Category::Syntax | serde_json::error::Category::Eof) => {
+                String::new()
+            }
+            _ => format!("{field}: "),
+        };
+        RunError::Json { path: path.to_owned(), field, source }
+    })?;
+    // As serde_json::from_slice: nothing but whitespace may follow the value.
+    json.end().map_err(|source| RunError::Json {
+        path: path.to_owned(),
+        field: String::new(),
+        source,
+    })?;
+    Ok(value)
 }
 
 /// Reads run.json and the bundle, and checks the bundle against its manifest: the session runs
@@ -245,8 +264,9 @@ pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
     seal.check_cli_version(file.cli.as_std_path(), &cli_version(file.cli.as_std_path(), env)?)
         .map_err(sealed)?;
     let manifest_json = bundle.join("manifest.json");
-    let manifest: Manifest = serde_json::from_slice(seal.manifest_bytes())
-        .map_err(|source| RunError::Json { path: manifest_json.into(), source })?;
+    let manifest: Manifest = serde_json::from_slice(seal.manifest_bytes()).map_err(|source| {
+        RunError::Json { path: manifest_json.into(), field: String::new(), source }
+    })?;
     let tools_json = bundle.join("tools.json");
     let tools = harness_tools::ToolsFile::load(tools_json.as_std_path())
         .map_err(|error| RunError::invalid(&tools_json, error.to_string()))?;

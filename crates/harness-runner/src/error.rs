@@ -28,10 +28,13 @@ pub enum RunError {
         reason: String,
     },
     /// A JSON file of the run does not parse (exit 2).
-    #[error("bad run directory or stdin: {} is not valid: {source}", path.display())]
+    #[error("bad run directory or stdin: {} is not valid: {field}{source}", path.display())]
     Json {
         /// The file.
         path: PathBuf,
+        /// The field the error is in, with `: ` after it (`turnTimeout: `), or empty when the
+        /// error is about the text (syntax, an early end) or the whole value.
+        field: String,
         /// The error.
         #[source]
         source: serde_json::Error,

@@ -916,8 +916,11 @@ fn save_state(run: &Run, state: &RunnerState) -> Result<(), RunError> {
     let dir = run.state_dir();
     let path = dir.join(STATE_FILE);
     let fresh = dir.join(format!("{STATE_FILE}.{}", std::process::id()));
-    let bytes = serde_json::to_vec(state)
-        .map_err(|source| RunError::Json { path: path.clone(), source })?;
+    let bytes = serde_json::to_vec(state).map_err(|source| RunError::Json {
+        path: path.clone(),
+        field: String::new(),
+        source,
+    })?;
     let _ = std::fs::remove_file(&fresh);
     write_private(&fresh, &bytes)?;
     std::fs::rename(&fresh, &path).map_err(RunError::io("replace", &path))

@@ -41,6 +41,13 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
     std::fs::write(files.join("contract.md"), b"# Contract \xff\n").unwrap();
     let text = good.to_string();
     let deep = "[".repeat(100_000);
+    // The pm instance inline, with one field of the wrong type.
+    let mut inline_bad: Value = serde_json::from_slice(
+        &std::fs::read(harness_testkit::workspace_root().join("fixtures/resolved/pm.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    inline_bad["skills"] = json!(5);
     #[rustfmt::skip]
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty", Vec::new(), "not a bundle request: EOF while parsing"),
@@ -55,8 +62,11 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("an unknown field named", with("cap", json!("x")), "unknown field `cap`"),
         ("dir, which is --out", with("dir", json!(files.join("elsewhere"))), "unknown field `dir`"),
         ("no session", without("session"), "missing field `session`"),
-        ("route unknown", with("route", json!("sideways")), "not a bundle request"),
-        ("resolved a number", with("resolved", json!(5)), "not a bundle request"),
+        ("route unknown", with("route", json!("sideways")), "not a bundle request: route: unknown variant `sideways`"),
+        ("resolved a number", with("resolved", json!(5)), "not a bundle request: resolved is a number; give a path (a string) or the instance (an object)"),
+        ("resolved inline, a field wrong", with("resolved", inline_bad), "not a bundle request: resolved.skills: invalid type: integer `5`, expected a sequence"),
+        ("install.prefix a number", with("install", json!({"prefix": 5})), "not a bundle request: install.prefix: invalid type: integer `5`"),
+        ("session.workspace a number", with("session", json!({"run": "r", "launchedBy": "jo", "workspace": 7})), "not a bundle request: session.workspace: invalid type: integer `7`"),
         ("resolved not UTF-8", with("resolved", json!(files.join("garbage.json"))), "not a resolved instance"),
         ("resolved missing", with("resolved", json!(files.join("none.json"))), "none.json"),
         ("contract missing", with("contract", json!(files.join("none.md"))), "none.md"),
