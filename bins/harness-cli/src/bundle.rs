@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use harness_bundle::{Utf8PathBuf, build_bundle, load_request, utf8_path, verify_bundle};
+use harness_bundle::{
+    BundleError, Utf8Path, Utf8PathBuf, build_bundle, load_request, utf8_path, verify_bundle,
+};
 
 use crate::Failure;
 
@@ -14,15 +16,32 @@ fn own_prefix() -> Option<Utf8PathBuf> {
     Utf8PathBuf::from_path_buf(exe.parent()?.parent()?.to_path_buf()).ok()
 }
 
-pub(crate) fn build(request: &Path, out: &Path) -> Result<(), Failure> {
+pub(crate) fn build(request: &Utf8Path, out: &Utf8Path) -> Result<(), Failure> {
     let failed = |error: harness_bundle::BundleError| Failure::Failed(error.to_string());
-    let request = utf8_path("--request", request.to_path_buf()).map_err(failed)?;
-    let out = utf8_path("--out", out.to_path_buf()).map_err(failed)?;
-    let loaded = load_request(&request, own_prefix().as_deref()).map_err(failed)?;
-    let built = build_bundle(&loaded.request(out)).map_err(failed)?;
+    let loaded = load_request(request, own_prefix().as_deref()).map_err(failed)?;
+    let built = build_bundle(&loaded.request(out_dir(out).map_err(failed)?)).map_err(failed)?;
     // The digest alone on stdout: the host puts it in run.json's bundleDigest.
     println!("{}", built.digest);
     Ok(())
+}
+
+/// `--out` as the bundle's path: relative to the working directory like `--request`, and under
+/// its parent as the kernel resolves it (no `..`, no link on the way), since the bundle's files
+/// name it. A parent that does not resolve is left as given, for the build to refuse naming it.
+fn out_dir(out: &Utf8Path) -> Result<Utf8PathBuf, BundleError> {
+    let absolute = std::path::absolute(out).map_err(|source| BundleError::Io {
+        operation: "make absolute",
+        path: out.into(),
+        source,
+    })?;
+    let absolute = utf8_path("--out, made absolute", absolute)?;
+    let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+        return Ok(absolute);
+    };
+    match parent.canonicalize_utf8() {
+        Ok(parent) => Ok(parent.join(name)),
+        Err(_) => Ok(absolute),
+    }
 }
 
 pub(crate) fn verify(dir: &Path, digest: Option<&str>) -> Result<(), Failure> {

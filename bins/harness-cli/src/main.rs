@@ -16,6 +16,7 @@ mod unslop;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use camino::Utf8PathBuf;
 use clap::{CommandFactory as _, Parser, Subcommand};
 
 /// Every help page's layout: what it does, then the usage line.
@@ -93,10 +94,10 @@ enum BundleCommand {
     Build {
         /// The bundle request, a JSON file (docs/bundle.md).
         #[arg(long, value_name = "FILE")]
-        request: PathBuf,
-        /// Where the bundle goes: a directory that does not exist yet.
+        request: Utf8PathBuf,
+        /// Where the bundle goes: a directory that does not exist yet, in one that does.
         #[arg(long, value_name = "DIR")]
-        out: PathBuf,
+        out: Utf8PathBuf,
     },
     /// Recompute every digest and mode of a bundle against its manifest, and the manifest
     /// against the digest given; name each mismatch on stdout and exit 1 if there is one.

@@ -120,14 +120,22 @@ pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
 /// line and the environment.
 pub const PROMPT_BYTES: usize = 120 * 1024;
 
-/// Refuses a relative bundle directory or install path: the bundle's files point at each other
-/// and at the install by these paths, and they are read from the workspace, not from here.
+/// Refuses a relative bundle directory or install path, or one holding `.` or `..`: the
+/// bundle's files point at each other and at the install by these paths, they are used from
+/// the workspace, not from here, and Claude Code's deny rules match them as text.
 fn check_paths(request: &BundleRequest<'_>) -> Result<(), BundleError> {
     let mut paths = vec![("dir", request.dir.as_path())];
     paths.extend(request.install.paths());
     for (field, path) in paths {
         if !path.is_absolute() {
             return Err(BundleError::NotAbsolute { field, path: path.into() });
+        }
+        let dots = |c: &camino::Utf8Component<'_>| {
+            matches!(c, camino::Utf8Component::CurDir | camino::Utf8Component::ParentDir)
+        };
+        // `components()` drops a `.` inside a path, so the text is looked at too.
+        if path.components().any(|c| dots(&c)) || path.as_str().split('/').any(|s| s == ".") {
+            return Err(BundleError::NotNormal { field, path: path.to_owned() });
         }
     }
     Ok(())

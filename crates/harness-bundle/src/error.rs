@@ -42,12 +42,22 @@ pub enum BundleError {
         /// The path as given.
         path: PathBuf,
     },
+    /// A path the bundle's files point at holds `.` or `..` (`path-not-normal`).
+    #[error(
+        "path-not-normal: {field} {path:?} holds . or ..; give the path without them (the manifest and Claude Code's deny rules hold it as text)"
+    )]
+    NotNormal {
+        /// The request field (`dir`, `install.gate`, ...).
+        field: &'static str,
+        /// The path as given.
+        path: Utf8PathBuf,
+    },
     /// A path the bundle's JSON files or a CLI take as text is not UTF-8 (`path-not-utf8`).
     #[error(
         "path-not-utf8: {field} {path:?} is not UTF-8; the bundle's JSON files and the CLIs take paths as text"
     )]
     NotUtf8 {
-        /// What the path is (`--dir`, `--request`, the request file, made absolute, ...).
+        /// What the path is (`--out, made absolute`, `the request file, made absolute`, ...).
         field: &'static str,
         /// The path as given.
         path: PathBuf,
@@ -215,6 +225,7 @@ impl BundleError {
             Self::NoRoute(_) => "no-route",
             Self::NotAbsolute { .. } => "path-not-absolute",
             Self::NotUtf8 { .. } => "path-not-utf8",
+            Self::NotNormal { .. } => "path-not-normal",
             Self::Install { .. } => "install-invalid",
             Self::Workspace { .. } => "workspace-invalid",
             Self::PromptTooLarge { .. } => "prompt-too-large",

@@ -195,9 +195,31 @@ pub fn load_request(
         .ok_or_else(|| invalid(path, format!("no harness module is called {harness_name:?}")))?;
     let prefix = match (file.install, default_prefix) {
         (Some(install), _) => base.join(install.prefix),
-        (None, Some(prefix)) => prefix.to_path_buf(),
-        (None, None) => return Err(invalid(path, "no install prefix: give install.prefix")),
+        (None, Some(prefix)) => {
+            let layout = InstallLayout::under(prefix);
+            let missing = layout.missing().len();
+            if missing > 0 {
+                return Err(invalid(
+                    path,
+                    format!(
+                        "no install.prefix is given, and the prefix this harness binary is installed under, {prefix:?}, is not a harness install ({missing} of its {} files are missing): give install.prefix, or run the harness of an install",
+                        layout.files().len()
+                    ),
+                ));
+            }
+            prefix.to_path_buf()
+        }
+        (None, None) => {
+            return Err(invalid(
+                path,
+                "no install.prefix is given, and none was found from the harness binary's location: give install.prefix",
+            ));
+        }
     };
+    // The prefix as the kernel resolves it (no `..`, no link on the way): the manifest and
+    // Claude Code's deny rules hold these paths as text. One that does not resolve is left as
+    // it is, for the build to refuse naming it.
+    let prefix = prefix.canonicalize_utf8().unwrap_or(prefix);
     let models = file.models.unwrap_or_else(|| resolved.launch.models.clone());
     Ok(LoadedRequest {
         contract,

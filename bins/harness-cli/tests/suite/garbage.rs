@@ -62,6 +62,8 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("an unknown field named", with("cap", json!("x")), "unknown field `cap`"),
         ("dir, which is --out", with("dir", json!(files.join("elsewhere"))), "unknown field `dir`"),
         ("no session", without("session"), "missing field `session`"),
+        ("no install, run from the build directory", without("install"), "no install.prefix is given, and the prefix this harness binary is installed under, "),
+        ("no install, said what to do", without("install"), "is not a harness install (10 of its 10 files are missing): give install.prefix"),
         ("route unknown", with("route", json!("sideways")), "not a bundle request: route: unknown variant `sideways`"),
         ("resolved a number", with("resolved", json!(5)), "not a bundle request: resolved is a number; give a path (a string) or the instance (an object)"),
         ("resolved inline, a field wrong", with("resolved", inline_bad), "not a bundle request: resolved.skills: invalid type: integer `5`, expected a sequence"),
@@ -106,12 +108,13 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         assert!(stderr.contains(request.to_str().unwrap()), "{what}: names the file: {stderr}");
         assert!(listing(&out_parent).is_empty(), "{what}: written: {:?}", listing(&out_parent));
     }
-    // A relative --out is refused: the bundle's files would point at relative paths.
-    let relative =
-        harness(&["bundle", "build", "--request", good_path.to_str().unwrap(), "--out", "bundle"]);
-    let stderr = String::from_utf8_lossy(&relative.stderr);
-    assert_eq!(relative.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("path-not-absolute: dir \"bundle\""), "{stderr}");
+    // `--out ..` cannot name a bundle: refused, naming the path, nothing written.
+    let dots = out_parent.join("sub/..");
+    let built = build(&good_path, &dots);
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert_eq!(built.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("path-not-normal: dir \""), "{stderr}");
+    assert!(listing(&out_parent).is_empty(), "written: {:?}", listing(&out_parent));
     // And the good request still builds.
     let out = out_parent.join("bundle");
     let built = harness(&[
@@ -168,4 +171,39 @@ fn a_request_under_a_directory_that_is_not_utf8_is_refused_naming_it() {
     );
     assert!(stderr.contains(r"req-\xFF/request.json"), "names the path: {stderr}");
     assert!(listing(&dir.path().join("out")).is_empty());
+}
+
+/// `--out` is relative to the working directory, like `--request`, and recorded as the kernel
+/// resolves its parent: `../out/bundle` from a sibling directory is built at `DIR/out/bundle`;
+/// a request's relative `install.prefix` is resolved the same way, so the manifest and Claude
+/// Code's deny rules name no `..`.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
+fn a_relative_out_is_built_under_the_working_directory_without_dots() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let good_path = setup(&root, "pm", "primary");
+    std::fs::create_dir(root.join("out")).unwrap();
+    std::fs::create_dir(root.join("elsewhere")).unwrap();
+    // The request, beside the working directory, names the install relative to itself.
+    let mut request: Value = serde_json::from_slice(&std::fs::read(&good_path).unwrap()).unwrap();
+    request["install"] = json!({"prefix": "../prefix"});
+    std::fs::write(root.join("elsewhere/request.json"), request.to_string()).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["bundle", "build", "--request", "request.json"])
+        .args(["--out", "../out/bundle"])
+        .current_dir(root.join("elsewhere"))
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(root.join("out/bundle/manifest.json")).unwrap())
+            .unwrap();
+    let settings = std::fs::read_to_string(root.join("out/bundle/settings.json")).unwrap();
+    assert!(!settings.contains("/../"), "{settings}");
+    assert!(!manifest.to_string().contains("/../"), "{manifest}");
+    assert!(settings.contains(&format!("{}/out/bundle/policy.json", root.display())), "{settings}");
+    let gate = manifest["assets"]["gate"]["path"].as_str().unwrap();
+    assert_eq!(gate, format!("{}/prefix/bin/harness-gate", root.display()));
 }

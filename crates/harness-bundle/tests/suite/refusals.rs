@@ -448,3 +448,19 @@ fn an_io_error_names_the_target_and_the_os_cause_never_the_partial_sibling() {
     assert!(text.contains("No such file or directory"), "the OS cause: {text}");
     assert!(!text.contains(".partial"), "{text}");
 }
+
+/// A bundle directory or install path holding `.` or `..` is refused naming the field: the
+/// manifest and Claude Code's deny rules hold these paths as text, where `..` matches nothing.
+#[test]
+fn a_path_with_dots_is_refused_naming_the_field() {
+    refuse_request(
+        |env, req| req.dir = env.out.join("x/../bundle"),
+        "path-not-normal",
+        "path-not-normal: dir \"",
+    );
+    refuse_request(
+        |env, req| req.install.gate = env.root.join("prefix/bin/./harness-gate"),
+        "path-not-normal",
+        "install.gate",
+    );
+}
