@@ -586,10 +586,16 @@ impl<'a> Session<'a> {
                     break Ok(());
                 }
                 Call::Done(Ok(result)) => {
-                    failures = 0;
                     // The mark went through.
                     after = None;
-                    result.get("message").cloned().unwrap_or(Value::Null)
+                    let message = result.get("message").cloned().unwrap_or(Value::Null);
+                    // A message without an id can never be marked read, so a broker that keeps
+                    // handing it over is not answering: those reads count as failures (below).
+                    let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+                    if message.is_null() || id.is_some() {
+                        failures = 0;
+                    }
+                    message
                 }
                 Call::Done(Err(BrokerError::Refused { code, .. })) => {
                     tracing::warn!(code = %code, "message.read refused ({code})");
@@ -622,28 +628,32 @@ impl<'a> Session<'a> {
                 after = Some(id.to_owned());
                 continue;
             }
-            let message: Message = match serde_json::from_value(message.clone()) {
+            let parsed: Result<Message, _> = serde_path_to_error::deserialize(message.clone());
+            let message: Message = match parsed {
                 Ok(message) => message,
-                Err(error) => match self.malformed(&message, &digest, &error.to_string(), &notes) {
-                    Malformed::Answer(reply) => {
-                        pending = Some(reply);
-                        continue;
-                    }
-                    Malformed::Skip(id) => {
-                        after = id;
-                        if after.is_none() {
-                            let error = BrokerError::Protocol {
-                                verb: Verb::MessageRead,
-                                detail: "a message without an id".to_owned(),
-                            };
-                            if let Err(end) = self.unreachable(&mut failures, "message.read", error)
-                            {
-                                break Err(end);
-                            }
+                Err(error) => {
+                    match self.malformed(&message, &digest, &field_error(error), &notes) {
+                        Malformed::Answer(reply) => {
+                            pending = Some(reply);
+                            continue;
                         }
-                        continue;
+                        Malformed::Skip(id) => {
+                            after = id;
+                            if after.is_none() {
+                                let error = BrokerError::Protocol {
+                                    verb: Verb::MessageRead,
+                                    detail: "a message without an id".to_owned(),
+                                };
+                                if let Err(end) =
+                                    self.unreachable(&mut failures, "message.read", error)
+                                {
+                                    break Err(end);
+                                }
+                            }
+                            continue;
+                        }
                     }
-                },
+                }
             };
             // The seal (docs/bundle.md): no turn runs on a bundle changed since the start; the
             // run ends with exit 2 and the message stays unread.
@@ -748,8 +758,20 @@ impl<'a> Session<'a> {
     ) -> Malformed {
         let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let from = message.get("from").and_then(Value::as_str).filter(|from| !from.is_empty());
-        let shown = id.map_or_else(|| "without an id".to_owned(), |id| id.to_owned());
-        tracing::warn!(message_id = id, "malformed message {shown}: {reason}");
+        // The id as the broker sent it, when it is not one the runner can mark read.
+        let shown = match (id, message.get("id")) {
+            (Some(id), _) => id.to_owned(),
+            (None, Some(raw)) => format!("with the id {raw} (not a non-empty string)"),
+            (None, None) => "without an id".to_owned(),
+        };
+        let outcome = match (id, from) {
+            (Some(_), Some(_)) => "answered with the reason",
+            (Some(_), None) => "skipped, marked read: it has no sender (`from`) to answer",
+            (None, _) => {
+                "skipped: without an id it cannot be marked read, so it counts as a broker failure"
+            }
+        };
+        tracing::warn!(message_id = id, "malformed message {shown}: {reason}; {outcome}");
         match (id, from) {
             (Some(id), Some(from)) => Malformed::Answer(Pending {
                 id: id.to_owned(),
@@ -924,4 +946,14 @@ fn save_state(run: &Run, state: &RunnerState) -> Result<(), RunError> {
     let _ = std::fs::remove_file(&fresh);
     write_private(&fresh, &bytes)?;
     std::fs::rename(&fresh, &path).map_err(RunError::io("replace", &path))
+}
+
+/// A message's parse error naming its field (`id: invalid type: integer `42`, expected a
+/// string`); a missing field names itself.
+fn field_error(error: serde_path_to_error::Error<serde_json::Error>) -> String {
+    let field = error.path().to_string();
+    match field.as_str() {
+        "." => error.into_inner().to_string(),
+        _ => format!("{field}: {}", error.into_inner()),
+    }
 }

@@ -178,7 +178,28 @@ fn a_malformed_message_is_skipped_and_marked_read() {
     terminate(&child);
     let output = finish(child, LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(stderr(&output).contains("malformed message"), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(err.contains("malformed message bad-1: text: invalid type: integer `7`"), "{err}");
+    assert!(err.contains("skipped, marked read: it has no sender (`from`) to answer"), "{err}");
+    assert!(fx.broker.calls_of("message.send").is_empty());
+}
+
+/// A message whose id is not a string cannot be marked read: the log shows the id as the
+/// broker sent it and why it is skipped, and, since the broker keeps handing it over, it counts
+/// as a broker failure until brokerRetries (3 here) ends the run with exit 23.
+#[test]
+fn a_message_whose_id_is_not_a_string_is_named_and_counts_as_a_broker_failure() {
+    let fx = Fixture::new();
+    fx.broker.answer(
+        "message.read",
+        BrokerAnswer::result(json!({"message": {"id": 42, "from": "acme-cos", "text": "Hi"}})),
+    );
+    let output = finish(fx.spawn(&[]), LIMIT);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(23), "{err}");
+    assert!(err.contains("malformed message with the id 42 (not a non-empty string)"), "{err}");
+    assert!(err.contains("without an id it cannot be marked read"), "{err}");
+    assert!(err.contains("a message without an id"), "{err}");
     assert!(fx.broker.calls_of("message.send").is_empty());
 }
 

@@ -246,13 +246,21 @@ fn a_state_dir_named_in_run_json_holds_the_record_and_one_inside_the_run_is_refu
 #[test]
 fn a_malformed_message_with_an_id_and_a_sender_is_answered_then_marked_read() {
     for (id, body, reason) in [
-        ("m-nosent", json!({"kind": "message", "text": "Hi"}), "sentAt"),
-        ("m-number", json!({"kind": "message", "sentAt": 7, "text": "Hi"}), "integer"),
-        ("m-kind", json!({"kind": "memo", "sentAt": "2026-11-30T03:00:00Z", "text": "Hi"}), "memo"),
+        ("m-nosent", json!({"kind": "message", "text": "Hi"}), "missing field `sentAt`"),
+        (
+            "m-number",
+            json!({"kind": "message", "sentAt": 7, "text": "Hi"}),
+            "sentAt: invalid type: integer `7`, expected a string",
+        ),
+        (
+            "m-kind",
+            json!({"kind": "memo", "sentAt": "2026-11-30T03:00:00Z", "text": "Hi"}),
+            "kind: unknown variant `memo`",
+        ),
         (
             "m-null",
             json!({"kind": "message", "sentAt": "2026-11-30T03:00:00Z", "text": null}),
-            "null",
+            "text: invalid type: null",
         ),
     ] {
         let fx = Fixture::new();
