@@ -9,7 +9,7 @@ use std::time::Duration;
 use camino::Utf8Path;
 use harness_adapters::InstallLayout;
 use harness_bus::{Broker as _, BrokerConfig, BrokerError, Capability, UnixBroker};
-use harness_runner::{MessageReadResult, RunFile, StateResult};
+use harness_runner::{MessageReadResult, StateResult};
 use harness_tools::Verb;
 use rustix::fs::Access;
 use serde_json::json;
@@ -188,14 +188,10 @@ fn node(report: &mut Report) {
 /// run.json read as the runner reads it, and the CLI it names answering `--version` with the
 /// bundle manifest's `cliVersion`.
 fn run_dir(report: &mut Report, dir: &Path) {
-    let run_json = dir.join("run.json");
-    let parsed = std::fs::read(&run_json)
-        .map_err(|error| format!("{}: {error}", run_json.display()))
-        .and_then(|bytes| {
-            serde_json::from_slice::<RunFile>(&bytes)
-                .map_err(|error| format!("{}: {error}", run_json.display()))
-        });
-    let file = match parsed {
+    // Read and checked as the runner reads and checks it (the same function), so what the
+    // runner would refuse with exit 2 fails here.
+    let parsed = harness_runner::read_run_file(dir).map_err(|error| error.to_string());
+    let (dir, file) = match parsed {
         Ok(file) => {
             report.check("run.json", Ok(()));
             file
@@ -222,16 +218,16 @@ fn run_dir(report: &mut Report, dir: &Path) {
         });
     report.check("bundle", verified);
     let recorded = std::fs::read(&manifest)
-        .map_err(|error| format!("{}: {error}", manifest.display()))
+        .map_err(|error| format!("{manifest}: {error}"))
         .and_then(|bytes| {
             serde_json::from_slice::<serde_json::Value>(&bytes)
-                .map_err(|error| format!("{}: {error}", manifest.display()))
+                .map_err(|error| format!("{manifest}: {error}"))
         })
         .and_then(|value| {
             value["cliVersion"]
                 .as_str()
                 .map(str::to_owned)
-                .ok_or_else(|| format!("{} records no cliVersion", manifest.display()))
+                .ok_or_else(|| format!("{manifest} records no cliVersion"))
         });
     let outcome = recorded.and_then(|expected| {
         let actual = printed?;

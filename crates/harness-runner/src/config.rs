@@ -202,13 +202,13 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError>
     Ok(value)
 }
 
-/// Reads run.json and the bundle, and checks the bundle against its manifest: the session runs
-/// from the bundle and the assets it names, and from nothing else.
-/// A relative run directory is made absolute against the working directory first: the adapter
-/// runs in the workspace, where a relative path would name nothing. The run directory must be
-/// UTF-8: the paths joined to it (the bundle, the state directory) are text in JSON and in the
-/// CLI's environment.
-pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
+/// Reads `RUN/run.json` and checks it as the runner does before it opens the bundle: the run
+/// directory made absolute (the adapter runs in the workspace, where a relative path would name
+/// nothing) and UTF-8 (the paths joined to it are text in JSON and the CLI's environment), every field parsed (an error names it), the paths
+/// absolute, the workspace a directory, the limits above 0, the session files plain relative
+/// paths, `stateDir` outside the run directory and the workspace, Landlock there if required.
+/// Returns the run directory as used and the file. `harness doctor --run` checks with this.
+pub fn read_run_file(dir: &Path) -> Result<(Utf8PathBuf, RunFile), RunError> {
     let dir = &std::path::absolute(dir).map_err(RunError::io("make absolute", dir))?;
     let dir = Utf8Path::from_path(dir).ok_or_else(|| {
         let why = format!("the run directory {dir:?} is not UTF-8: its paths are text (run.json, the CLI's environment)");
@@ -254,6 +254,15 @@ pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
             "confine is \"required\" and the kernel offers no Landlock",
         ));
     }
+    Ok((dir.to_owned(), file))
+}
+
+/// Reads run.json ([`read_run_file`]) and the bundle, and checks the bundle against its
+/// manifest: the session runs from the bundle and the assets it names, and from nothing else.
+/// The CLI's `--version` is run with `env`'s `PATH`.
+pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
+    let (dir, file) = read_run_file(dir)?;
+    let dir = dir.as_path();
     let bundle = dir.join(&file.bundle);
     // The seal (docs/bundle.md): the bundle is verified against run.json's digest, its
     // workspace and CLI against run.json's, and the manifest is parsed from the verified bytes.

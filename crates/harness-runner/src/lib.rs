@@ -23,7 +23,7 @@ mod test_hooks;
 mod turn;
 mod version;
 
-pub use config::{Manifest, Run, RunFile, load_run, read_capability};
+pub use config::{Manifest, Run, RunFile, load_run, read_capability, read_run_file};
 pub use creds::{FOUNDER_ENV, ROLE_TOKEN_PREFIX, role_token_var};
 pub use env::Environment;
 pub use error::{Refusal, RunError};

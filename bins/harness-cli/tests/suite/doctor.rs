@@ -272,6 +272,42 @@ fn the_cli_a_run_names_must_print_the_bundles_cli_version() {
     );
 }
 
+/// run.json is checked as the runner checks it (`harness_runner::read_run_file`): what the
+/// runner would refuse with exit 2 fails doctor's `run.json` line, naming the field.
+#[test]
+fn a_run_json_the_runner_would_refuse_fails_naming_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let run = run_dir(&dir.path().join("run-relative"), "0.85.1");
+    let path = run.join("run.json");
+    let good: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for (what, field, value, reason) in [
+        ("a relative cli", "cli", json!("pi"), "cli \"pi\" is not absolute"),
+        (
+            "stateDir in the run",
+            "stateDir",
+            json!(run.join("state")),
+            "is inside the run directory",
+        ),
+        ("turnTimeout a string", "turnTimeout", json!("9"), "turnTimeout: invalid type: string"),
+    ] {
+        let mut edited = good.clone();
+        edited[field] = value;
+        std::fs::write(&path, edited.to_string()).unwrap();
+        let output = doctor(
+            &["--prefix", prefix.to_str().unwrap(), "--run", run.to_str().unwrap()],
+            None,
+            "",
+        );
+        let context = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{what}: {context}");
+        let failed = stdout_lines(&output)
+            .into_iter()
+            .any(|line| line.starts_with("FAIL run.json: ") && line.contains(reason));
+        assert!(failed, "{what}: {context}");
+    }
+}
+
 fn broker_doctor(prefix: &Path, broker: &ScriptedBroker) -> Output {
     doctor(
         &[
