@@ -62,6 +62,9 @@ pub(crate) fn verify(dir: &Path, digest: Option<&str>) -> Result<(), Failure> {
     for mismatch in &report.mismatches {
         println!("{mismatch}");
     }
+    if report.mismatches.iter().all(harness_bundle::Mismatch::is_install) {
+        println!("{}", harness_bundle::INSTALL_HINT);
+    }
     Err(Failure::Failed(format!(
         "{} of {} recorded digests do not match, or files are missing or unrecorded",
         report.mismatches.len(),

@@ -211,11 +211,7 @@ fn run_dir(report: &mut Report, dir: &Path) {
     }
     let verified = harness_bundle::verify_bundle(&bundle, Some(&file.bundle_digest))
         .map_err(|error| error.to_string())
-        .and_then(|verification| {
-            let listed: Vec<String> =
-                verification.mismatches.iter().map(ToString::to_string).collect();
-            if listed.is_empty() { Ok(()) } else { Err(listed.join("; ")) }
-        });
+        .and_then(|verification| verification.describe().map_or(Ok(()), Err));
     report.check("bundle", verified);
     let recorded = std::fs::read(&manifest)
         .map_err(|error| format!("{manifest}: {error}"))

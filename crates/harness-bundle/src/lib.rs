@@ -109,7 +109,7 @@ pub use request_file::{LoadedRequest, RequestFile, load_request};
 pub use routes::{Route, SessionModel, has_fallback, session_model};
 pub use skills::SKILL_BYTES;
 pub use staging::hex_sha256;
-pub use verify::{Mismatch, SealedBundle, Verification, verify_bundle};
+pub use verify::{INSTALL_HINT, Mismatch, SealedBundle, Verification, verify_bundle};
 
 // What a host needs to fill in a `BundleRequest`, re-exported so that a host depends on this
 // crate alone: the resolved instance and its launch models, the harness modules and where their

@@ -68,6 +68,26 @@ pub enum Mismatch {
         /// Its link count.
         links: u64,
     },
+    /// An installed asset the manifest records (the gate, an extension, the adapter, ...) is
+    /// gone or cannot be read: the install moved or was removed since the build.
+    AssetMissing {
+        /// Its role in the manifest (`gate`, `adapter`, ...).
+        role: String,
+        /// Where the manifest says it is.
+        path: String,
+    },
+    /// An installed asset's bytes are not the ones the manifest records: the install changed
+    /// (an upgrade in place) since the build.
+    AssetChanged {
+        /// Its role in the manifest.
+        role: String,
+        /// Where it is.
+        path: String,
+        /// What the manifest records.
+        recorded: String,
+        /// What it hashes to now.
+        actual: String,
+    },
     /// The manifest's `adapter` is not the adapter asset it seals.
     Adapter {
         /// The manifest's `adapter`.
@@ -95,12 +115,26 @@ impl std::fmt::Display for Mismatch {
             Self::HardLinked { file, links } => {
                 write!(f, "{file}: {links} hard links, the bundle's files have one")
             }
+            Self::AssetMissing { role, path } => write!(f, "{role} ({path}): missing"),
+            Self::AssetChanged { role, path, recorded, actual } => {
+                write!(f, "{role} ({path}): sha256 {actual}, the manifest records {recorded}")
+            }
             Self::Adapter { adapter, sealed } => {
                 write!(f, "adapter: the manifest runs {adapter}, but seals {sealed}")
             }
         }
     }
 }
+
+impl Mismatch {
+    /// True if and only if this is about the install the bundle points into, not the bundle.
+    pub fn is_install(&self) -> bool {
+        matches!(self, Self::AssetMissing { .. } | Self::AssetChanged { .. })
+    }
+}
+
+/// What to do when every mismatch is about the install: the bundle itself is as it was built.
+pub const INSTALL_HINT: &str = "the bundle is as built, but the install it points into moved, was removed or changed since (an upgrade?); build a new bundle against the current install";
 
 /// What [`verify_bundle`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -335,19 +369,20 @@ fn check(dir: &Path, digest: Option<&str>) -> Result<Checked, BundleError> {
     mismatches.extend(tree.problems);
     for (role, (path, recorded_digest)) in &parsed.assets {
         checked += 1;
-        let label = format!("{role} ({})", path.display());
+        let (role, path_text) = (role.clone(), path.display().to_string());
         match std::fs::read(path) {
             Ok(bytes) => {
                 let actual = hex_sha256(&bytes);
                 if &actual != recorded_digest {
-                    mismatches.push(Mismatch::Changed {
-                        file: label,
+                    mismatches.push(Mismatch::AssetChanged {
+                        role,
+                        path: path_text,
                         recorded: recorded_digest.clone(),
                         actual,
                     });
                 }
             }
-            Err(_) => mismatches.push(Mismatch::Missing(label)),
+            Err(_) => mismatches.push(Mismatch::AssetMissing { role, path: path_text }),
         }
     }
     let sealed_adapter = parsed.assets.get("adapter").map(|(path, _)| path.clone());
@@ -386,9 +421,27 @@ pub struct SealedBundle {
     cli_version: String,
 }
 
-fn changed(mismatches: &[Mismatch]) -> BundleError {
+/// Every mismatch on one line, and what to do when they are all about the install.
+fn describe(mismatches: &[Mismatch]) -> String {
     let listed: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
-    BundleError::Changed(listed.join("; "))
+    let text = listed.join("; ");
+    if mismatches.iter().all(Mismatch::is_install) {
+        format!("{text}; {INSTALL_HINT}")
+    } else {
+        text
+    }
+}
+
+fn changed(mismatches: &[Mismatch]) -> BundleError {
+    BundleError::Changed(describe(mismatches))
+}
+
+impl Verification {
+    /// None when the bundle checks out; else every mismatch on one line, ending with
+    /// [`INSTALL_HINT`] when they are all about the install the bundle points into.
+    pub fn describe(&self) -> Option<String> {
+        (!self.mismatches.is_empty()).then(|| describe(&self.mismatches))
+    }
 }
 
 impl SealedBundle {

@@ -198,3 +198,33 @@ fn the_prompt_names_typed_tools_as_claude_code_shows_them() {
     assert!(prompt.contains("You can stop a run with mcp__mosaic__end_run ("), "{prompt}");
     assert!(prompt.contains("A routed mcp__mosaic__raise_decision goes"), "{prompt}");
 }
+
+/// Issue 14, item 10: a bundle whose install moved or was upgraded in place is told apart from a
+/// tampered bundle: when every mismatch is about the install, the error says so and what to do;
+/// when a bundle file changed too, it does not.
+#[test]
+fn an_install_that_moved_is_named_as_such_not_as_tampering() {
+    let env = Env::new();
+    let bundle = built(&env, "pm", Route::Fallback);
+    let moved = env.root.join("prefix-moved");
+    std::fs::rename(env.root.join("prefix"), &moved).unwrap();
+    let found = verify_bundle(&bundle.dir, Some(&bundle.digest)).unwrap();
+    assert!(!found.mismatches.is_empty() && found.mismatches.iter().all(Mismatch::is_install));
+    let error = SealedBundle::open(&bundle.dir, &bundle.digest).unwrap_err();
+    assert_eq!(error.code(), "bundle-changed");
+    let text = error.to_string();
+    assert!(text.contains("gate ("), "{text}");
+    assert!(text.ends_with(harness_bundle::INSTALL_HINT), "{text}");
+    // The install back, upgraded in place: the same hint.
+    std::fs::rename(&moved, env.root.join("prefix")).unwrap();
+    rewrite(env.layout.gate.as_std_path(), "a newer gate");
+    let error = SealedBundle::open(&bundle.dir, &bundle.digest).unwrap_err().to_string();
+    assert!(error.starts_with("bundle-changed: gate ("), "{error}");
+    assert!(error.ends_with(harness_bundle::INSTALL_HINT), "{error}");
+    // A bundle file changed as well: tampering, no hint.
+    let prompt = bundle.dir.join("prompt.md");
+    rewrite(prompt.as_std_path(), "another prompt");
+    let error = SealedBundle::open(&bundle.dir, &bundle.digest).unwrap_err().to_string();
+    assert!(error.contains("prompt.md"), "{error}");
+    assert!(!error.contains(harness_bundle::INSTALL_HINT), "{error}");
+}
