@@ -33,7 +33,8 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
         _ => bail!("usage: cargo xtask dist --prefix DIR"),
     };
     // The layout's paths are text in every bundle's manifest: UTF-8, the directory included.
-    let prefix = camino::absolute_utf8(prefix).context("the prefix made absolute is not UTF-8")?;
+    let prefix = camino::absolute_utf8(prefix)
+        .with_context(|| format!("--prefix {prefix:?} cannot be made an absolute UTF-8 path"))?;
     eprintln!("dist: building the release binaries ...");
     let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, true)?;
     eprintln!("dist: installing from {}", bin_dir.display());

@@ -61,7 +61,10 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = std::env::args_os().skip(1).map(std::ffi::OsString::into_string);
+    let args: Vec<String> = args
+        .collect::<Result<_, _>>()
+        .map_err(|arg| anyhow::anyhow!("the argument {arg:?} is not UTF-8"))?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {
         [] | ["help" | "-h" | "--help"] => {

@@ -165,8 +165,9 @@ impl GitTools {
             .git(&clone, &["rev-parse", "--verify", "--quiet", &format!("{local}^{{commit}}")])
             .map_err(|_| refused(Refusal::NoSuchBranch))?;
         let bundle = self.bundle_path("push");
-        let path = bundle.0.to_string_lossy().into_owned();
-        self.git(&clone, &["bundle", "create", "--quiet", &path, &local])?;
+        // UTF-8, as the run directory is (load_run): never a lossy stand-in for the path.
+        let path = bundle.0.to_str().ok_or_else(|| failed("the bundle path is not UTF-8"))?;
+        self.git(&clone, &["bundle", "create", "--quiet", path, &local])?;
         // `RUN/tmp` is writable by the session: the bundle must still be the regular file git
         // wrote, not a link or a FIFO put in its place.
         let meta = std::fs::symlink_metadata(&bundle.0).map_err(failed)?;
@@ -207,7 +208,8 @@ impl GitTools {
         let clone = self.clone_dir(project)?;
         let tracking = format!("refs/remotes/working/{work_ref}");
         let spec = format!("+refs/heads/{work_ref}:{tracking}");
-        let path = bundle.0.to_string_lossy().into_owned();
+        // UTF-8, as the run directory is (load_run): never a lossy stand-in for the path.
+        let path = bundle.0.to_str().ok_or_else(|| failed("the bundle path is not UTF-8"))?;
         self.git(
             &clone,
             &[
@@ -219,7 +221,7 @@ impl GitTools {
                 "--quiet",
                 "--no-tags",
                 "--no-write-fetch-head",
-                &path,
+                path,
                 &spec,
             ],
         )?;
