@@ -221,21 +221,22 @@ fn a_missing_gate_refuses_the_install() {
 /// `target/debug`, a typo) says so, whichever harness the bundle is for.
 #[test]
 fn a_directory_that_is_no_install_is_refused_as_one() {
-    for route in [Route::Primary, Route::Fallback] {
-        let env = Env::new();
-        let instance = resolved("pm");
-        let mut req = request(&env, &instance, route);
-        let elsewhere = env.root.join("not-an-install");
-        std::fs::create_dir(&elsewhere).unwrap();
-        req.install = harness_adapters::InstallLayout::under(&elsewhere);
-        let error = build_bundle(&req).unwrap_err();
-        assert_eq!(error.code(), "install-invalid", "{error}");
-        let text = error.to_string();
-        let all = env.layout.files().len();
-        let expected = format!("is not a harness install prefix: {all} of the {all} files");
-        assert!(text.contains(&expected), "{text}");
-        assert!(env.out_is_empty());
-    }
+    let env = Env::new();
+    let instance = resolved("pm");
+    let mut req = request(&env, &instance, Route::Primary);
+    let elsewhere = env.root.join("not-an-install");
+    std::fs::create_dir(&elsewhere).unwrap();
+    req.install = harness_adapters::InstallLayout::under(&elsewhere);
+    let error = build_bundle(&req).unwrap_err();
+    assert_eq!(error.code(), "install-invalid", "{error}");
+    let text = error.to_string();
+    let all = env.layout.files().len();
+    let expected = format!(
+        "install-invalid: {elsewhere:?} is not a harness install prefix: {all} of the {all} files an install holds are missing ({:?} first); `cargo xtask dist --prefix {elsewhere}` installs one",
+        req.install.gate
+    );
+    assert_eq!(text, expected);
+    assert!(env.out_is_empty());
 }
 
 /// A layout that is not under one prefix (a checkout's) and lacks a file names the file.
