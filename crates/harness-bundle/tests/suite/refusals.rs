@@ -218,7 +218,8 @@ fn a_missing_gate_refuses_the_install() {
 }
 
 /// Issue 14, item 10: a directory that is no install at all (the usual mistake: the checkout,
-/// `target/debug`, a typo) says so, naming the prefix, the first missing file and what installs one.
+/// `target/debug`, a typo) says so, naming the prefix, the first missing file and what
+/// installs one.
 #[test]
 fn a_directory_that_is_no_install_is_refused_as_one() {
     let env = Env::new();
