@@ -122,7 +122,7 @@ pub const PROMPT_BYTES: usize = 120 * 1024;
 
 /// Refuses a relative bundle directory or install path, or one holding `.` or `..`: the
 /// bundle's files point at each other and at the install by these paths, they are used from
-/// the workspace, not from here, and Claude Code's deny rules match them as text.
+/// the workspace, not from here, and a harness's own permission rules match them as text.
 fn check_paths(request: &BundleRequest<'_>) -> Result<(), BundleError> {
     let mut paths = vec![("dir", request.dir.as_path())];
     paths.extend(request.install.paths());

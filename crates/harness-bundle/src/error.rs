@@ -44,7 +44,7 @@ pub enum BundleError {
     },
     /// A path the bundle's files point at holds `.` or `..` (`path-not-normal`).
     #[error(
-        "path-not-normal: {field} {path:?} holds . or ..; give the path without them (the manifest and Claude Code's deny rules hold it as text)"
+        "path-not-normal: {field} {path:?} holds . or ..; give the path without them (the manifest and the CLI's permission rules hold it as text)"
     )]
     NotNormal {
         /// The request field (`dir`, `install.gate`, ...).

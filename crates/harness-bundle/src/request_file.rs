@@ -217,7 +217,7 @@ pub fn load_request(
         }
     };
     // The prefix as the kernel resolves it (no `..`, no link on the way): the manifest and
-    // Claude Code's deny rules hold these paths as text. One that does not resolve is left as
+    // the CLI's permission rules hold these paths as text. One that does not resolve is left as
     // it is, for the build to refuse naming it.
     let prefix = prefix.canonicalize_utf8().unwrap_or(prefix);
     let models = file.models.unwrap_or_else(|| resolved.launch.models.clone());

@@ -152,10 +152,26 @@ impl Fixture {
     }
 
     /// Starts the runner with `env` (and PATH) and writes `stdin`.
-    #[expect(clippy::disallowed_methods, reason = "the test runs the runner binary")]
     pub(crate) fn spawn_with(&self, env: &[(&str, &str)], stdin: &str) -> Child {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_harness-runner"))
-            .arg(&self.run)
+        self.spawn_from(None, self.run.as_os_str(), env, stdin)
+    }
+
+    /// Starts the runner on `run_arg` (the run directory as the host spells it) in `cwd` (by
+    /// default the test's own), with `env` (and PATH), and writes `stdin`.
+    #[expect(clippy::disallowed_methods, reason = "the test runs the runner binary")]
+    pub(crate) fn spawn_from(
+        &self,
+        cwd: Option<&Path>,
+        run_arg: &std::ffi::OsStr,
+        env: &[(&str, &str)],
+        stdin: &str,
+    ) -> Child {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_harness-runner"));
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command
+            .arg(run_arg)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .envs(env.iter().copied())

@@ -85,25 +85,12 @@ fn garbage_run_json_exits_2_naming_what_was_wrong() {
 /// CLI's environment), so a run directory whose path is not UTF-8 is a bad run directory: exit 2
 /// naming it, nothing claimed.
 #[test]
-#[expect(clippy::disallowed_methods, reason = "the test runs the runner binary")]
 fn a_run_directory_that_is_not_utf8_exits_2_naming_it() {
-    use std::io::Write as _;
     use std::os::unix::ffi::OsStrExt as _;
     let fx = Fixture::new();
     let odd = fx.run.with_file_name(std::ffi::OsStr::from_bytes(b"run-\xff"));
     std::fs::rename(&fx.run, &odd).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harness-runner"))
-        .arg(&odd)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let _ = writeln!(stdin, "{{\"cap\": \"{CAP}\"}}");
-    drop(stdin);
+    let child = fx.spawn_from(None, odd.as_os_str(), &[], &format!("{{\"cap\": \"{CAP}\"}}\n"));
     let output = finish(child, LIMIT);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");

@@ -202,27 +202,14 @@ fn a_flagged_reply_is_named_in_the_note_of_the_next_result_once() {
 /// it: the adapter runs in the workspace, where `MOSAIC_REQUEST`, `MOSAIC_BUNDLE` and the tool
 /// socket as relative paths would name nothing (every turn failed).
 #[test]
-#[expect(clippy::disallowed_methods, reason = "the test runs the runner binary")]
 fn a_relative_run_directory_runs_its_turns() {
-    use std::io::Write as _;
     let fx = Fixture::new();
     fx.broker
         .answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hello there")));
     let parent = fx.run.parent().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harness-runner"))
-        .arg(fx.run.file_name().unwrap())
-        .current_dir(parent)
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("TEST_MODE", "env")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{{\"cap\": \"{CAP}\"}}").unwrap();
-    drop(stdin);
+    let stdin = format!("{{\"cap\": \"{CAP}\"}}\n");
+    let child =
+        fx.spawn_from(Some(parent), fx.run.file_name().unwrap(), &[("TEST_MODE", "env")], &stdin);
     wait_until(LIMIT, "the reply", || !fx.broker.calls_of("message.send").is_empty());
     terminate(&child);
     let output = finish(child, LIMIT);
