@@ -59,17 +59,10 @@ fn main() {
     let root = &dir.path().canonicalize().unwrap();
     let layout = InstallLayout::under(&harness_testkit::utf8(root.join("prefix")).unwrap());
     std::fs::create_dir_all(root.join("ws")).unwrap();
-    for path in [
-        &layout.gate,
-        &layout.mcp,
-        &layout.unslop,
-        &layout.pi_extension,
-        &layout.pi_unslop_extension,
-        &layout.unslop_lists,
-        &layout.adapters.join("claude-code.sh"),
-    ] {
+    // Every file of an install (a build refuses a partial one), 4 KiB each.
+    for (path, _mode) in layout.files() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, vec![b'x'; 4096]).unwrap();
+        std::fs::write(&path, vec![b'x'; 4096]).unwrap();
     }
     let skills = root.join("skills-enabled");
     copy_dir(&workspace.join("fixtures/bundle/skills-enabled"), &skills);
