@@ -576,6 +576,8 @@ impl<'a> Session<'a> {
                     }
                 }
             }
+            // Whether this read handed over again the message it marked read.
+            let handed_again: bool;
             let read_args = match &after {
                 Some(id) => json!({"after": id}),
                 None => json!({}),
@@ -587,12 +589,14 @@ impl<'a> Session<'a> {
                 }
                 Call::Done(Ok(result)) => {
                     // The mark went through.
-                    after = None;
+                    let marked = after.take();
                     let message = result.get("message").cloned().unwrap_or(Value::Null);
-                    // A message without an id can never be marked read, so a broker that keeps
-                    // handing it over is not answering: those reads count as failures (below).
+                    // A message without an id can never be marked read, and one handed over
+                    // again by the read that marked it was not: a broker that keeps doing either
+                    // is not answering, so those reads count as failures (below).
                     let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
-                    if message.is_null() || id.is_some() {
+                    handed_again = id.is_some() && id == marked.as_deref();
+                    if message.is_null() || (id.is_some() && !handed_again) {
                         failures = 0;
                     }
                     message
@@ -616,44 +620,61 @@ impl<'a> Session<'a> {
                 continue;
             }
             let digest = message_digest(&message);
-            if let Some(id) = message.get("id").and_then(Value::as_str)
+            if let Some(id) = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty())
                 && self.is_handled(id, &digest)
             {
-                // Answered before (this runner or one before it on this run directory) and not
-                // marked read, the mark lost with the broker or a stop: mark it now, no turn.
-                tracing::info!(
-                    message_id = %id,
-                    "message {id} was answered already; it is marked read again"
-                );
+                if handed_again {
+                    // The broker handed it over again in answer to the read that marked it.
+                    let error = BrokerError::Protocol {
+                        verb: Verb::MessageRead,
+                        detail: format!(
+                            "message {id} was handed over again after it was marked read"
+                        ),
+                    };
+                    if let Err(end) = self.unreachable(&mut failures, "message.read", error) {
+                        break Err(end);
+                    }
+                } else {
+                    // Answered before (this runner or one before it on this run directory) and
+                    // not marked read, the mark lost with the broker or a stop: mark it now, no
+                    // turn.
+                    tracing::info!(
+                        message_id = %id,
+                        "message {id} was answered already; it is marked read again"
+                    );
+                }
                 after = Some(id.to_owned());
                 continue;
             }
-            let parsed: Result<Message, _> = serde_path_to_error::deserialize(message.clone());
+            let parsed = serde_path_to_error::deserialize::<_, Message>(message.clone())
+                .map_err(field_error)
+                .and_then(|parsed| match (parsed.id.is_empty(), parsed.from.is_empty()) {
+                    (true, _) => Err("id: empty".to_owned()),
+                    (_, true) => Err("from: empty".to_owned()),
+                    _ => Ok(parsed),
+                });
             let message: Message = match parsed {
                 Ok(message) => message,
-                Err(error) => {
-                    match self.malformed(&message, &digest, &field_error(error), &notes) {
-                        Malformed::Answer(reply) => {
-                            pending = Some(reply);
-                            continue;
-                        }
-                        Malformed::Skip(id) => {
-                            after = id;
-                            if after.is_none() {
-                                let error = BrokerError::Protocol {
-                                    verb: Verb::MessageRead,
-                                    detail: "a message without an id".to_owned(),
-                                };
-                                if let Err(end) =
-                                    self.unreachable(&mut failures, "message.read", error)
-                                {
-                                    break Err(end);
-                                }
-                            }
-                            continue;
-                        }
+                Err(reason) => match self.malformed(&message, &digest, &reason, &notes) {
+                    Malformed::Answer(reply) => {
+                        pending = Some(reply);
+                        continue;
                     }
-                }
+                    Malformed::Skip(id) => {
+                        after = id;
+                        if after.is_none() {
+                            let error = BrokerError::Protocol {
+                                verb: Verb::MessageRead,
+                                detail: "a message without an id".to_owned(),
+                            };
+                            if let Err(end) = self.unreachable(&mut failures, "message.read", error)
+                            {
+                                break Err(end);
+                            }
+                        }
+                        continue;
+                    }
+                },
             };
             // The seal (docs/bundle.md): no turn runs on a bundle changed since the start; the
             // run ends with exit 2 and the message stays unread.

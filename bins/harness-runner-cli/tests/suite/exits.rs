@@ -5,7 +5,7 @@ use std::time::Duration;
 use harness_testkit::BrokerAnswer;
 use serde_json::json;
 
-use super::fixture::{Fixture, finish, stderr, terminate, wait_until};
+use super::fixture::{Fixture, finish, message, stderr, terminate, wait_until};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -245,4 +245,66 @@ fn as_pid_1_of_its_own_pid_namespace_sigterm_still_stops_it() {
     let output = finish(child, LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(fx.broker.calls_of("role.release").len(), 1, "released as PID 1 too");
+}
+
+/// An empty id or sender is no id or sender: a message with `"id": ""` runs no turn and counts
+/// as a failed poll (it cannot be marked read), one with `"from": ""` is skipped and marked read.
+#[test]
+fn a_message_with_an_empty_id_or_sender_runs_no_turn() {
+    let fx = Fixture::new();
+    fx.broker.answer(
+        "message.read",
+        BrokerAnswer::result(json!({"message": {
+            "id": "", "from": "acme-cos", "kind": "message",
+            "sentAt": "2026-11-30T03:00:00Z", "text": "Hi"
+        }})),
+    );
+    let output = finish(fx.spawn(&[]), LIMIT);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(23), "{err}");
+    assert!(
+        err.contains("malformed message with the id \"\" (not a non-empty string): id: empty"),
+        "{err}"
+    );
+    assert!(fx.broker.calls_of("message.send").is_empty(), "no RESULT to an empty id");
+    assert!(!fx.run.join("turns/0001.request").exists(), "no turn");
+
+    let fx = Fixture::new();
+    fx.broker.answer_once(
+        "message.read",
+        BrokerAnswer::result(json!({"message": {
+            "id": "m-nobody", "from": "", "kind": "message",
+            "sentAt": "2026-11-30T03:00:00Z", "text": "Hi"
+        }})),
+    );
+    let child = fx.spawn(&[]);
+    wait_until(LIMIT, "the message marked read", || {
+        fx.broker
+            .calls_of("message.read")
+            .iter()
+            .any(|call| call.args == json!({"after": "m-nobody"}))
+    });
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("malformed message m-nobody: from: empty; skipped, marked read"), "{err}");
+    assert!(fx.broker.calls_of("message.send").is_empty());
+    assert!(!fx.run.join("turns/0001.request").exists(), "no turn");
+}
+
+/// A broker that hands a message over again in answer to the read that marked it read is not
+/// answering: the message is answered once, each repeat counts as a failed poll (with the
+/// poll's pause, never a tight loop), and brokerRetries (3) ends the run with exit 23.
+#[test]
+fn a_broker_that_hands_an_answered_message_over_again_ends_the_run_after_its_retries() {
+    let fx = Fixture::new();
+    fx.broker.answer("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
+    let output = finish(fx.spawn(&[]), LIMIT);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(23), "{err}");
+    assert!(err.contains("message m1 was handed over again after it was marked read"), "{err}");
+    assert_eq!(fx.broker.calls_of("message.send").len(), 1, "answered once: {err}");
+    let reads = fx.broker.calls_of("message.read").len();
+    assert!(reads <= 6, "{reads} reads: the repeats must count, not loop");
 }
