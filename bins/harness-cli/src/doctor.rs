@@ -1,4 +1,4 @@
-//! `harness doctor --prefix P [--run RUN_DIR] [--broker SOCKET --cap-stdin]`, parsed in
+//! `harness doctor --prefix P [--run RUN_DIR [--broker SOCKET --cap-stdin]]`, parsed in
 //! `main.rs`: checks an install, a run directory's CLI and a broker before a launch relies on
 //! them, one line per check (`ok NAME` or `FAIL NAME: reason`) on stdout.
 
@@ -88,11 +88,18 @@ fn checks(request: &Request<'_>, capability: Option<(Capability, String)>) -> Re
         Report { failed: 0, secret: capability.as_ref().map(|(_, text)| text.clone()) };
     install(&mut report, request.prefix);
     node(&mut report);
-    if let Some(run) = request.run {
-        run_dir(&mut report, run);
-    }
+    let run_id = request.run.and_then(|run| run_dir(&mut report, run));
     if let (Some(socket), Some((cap, _))) = (request.broker, &capability) {
-        broker(&mut report, socket, cap);
+        match run_id {
+            Some(run_id) => broker(&mut report, socket, cap, &run_id),
+            None => {
+                report.check(
+                    "broker role.claim",
+                    Err("no run to claim: --run names no bundle whose manifest gives the run"
+                        .to_owned()),
+                );
+            }
+        }
     }
     if report.failed == 0 {
         return Ok(());
@@ -186,8 +193,9 @@ fn node(report: &mut Report) {
 }
 
 /// run.json read as the runner reads it, and the CLI it names answering `--version` with the
-/// bundle manifest's `cliVersion`.
-fn run_dir(report: &mut Report, dir: &Path) {
+/// bundle manifest's `cliVersion`. Returns the run the bundle was built for, which the runner
+/// claims, when the bundle is there.
+fn run_dir(report: &mut Report, dir: &Path) -> Option<String> {
     // Read and checked as the runner reads and checks it (the same function), so what the
     // runner would refuse with exit 2 fails here.
     let parsed = harness_runner::read_run_file(dir).map_err(|error| error.to_string());
@@ -198,7 +206,7 @@ fn run_dir(report: &mut Report, dir: &Path) {
         }
         Err(reason) => {
             report.check("run.json", Err(reason));
-            return;
+            return None;
         }
     };
     let printed = version(file.cli.as_std_path());
@@ -207,24 +215,25 @@ fn run_dir(report: &mut Report, dir: &Path) {
     if !manifest.exists() {
         // No bundle yet: the CLI answering is all there is to check.
         report.check("cli --version", printed.map(|_| ()));
-        return;
+        return None;
     }
     let verified = harness_bundle::verify_bundle(&bundle, Some(&file.bundle_digest))
         .map_err(|error| error.to_string())
         .and_then(|verification| verification.describe().map_or(Ok(()), Err));
     report.check("bundle", verified);
-    let recorded = std::fs::read(&manifest)
-        .map_err(|error| format!("{manifest}: {error}"))
-        .and_then(|bytes| {
+    let parsed = std::fs::read(&manifest).map_err(|error| format!("{manifest}: {error}")).and_then(
+        |bytes| {
             serde_json::from_slice::<serde_json::Value>(&bytes)
                 .map_err(|error| format!("{manifest}: {error}"))
-        })
-        .and_then(|value| {
-            value["cliVersion"]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| format!("{manifest} records no cliVersion"))
-        });
+        },
+    );
+    let run_id = parsed.as_ref().ok().and_then(|value| value["run"].as_str()).map(str::to_owned);
+    let recorded = parsed.and_then(|value| {
+        value["cliVersion"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{manifest} records no cliVersion"))
+    });
     let outcome = recorded.and_then(|expected| {
         let actual = printed?;
         let actual = actual.trim();
@@ -238,13 +247,26 @@ fn run_dir(report: &mut Report, dir: &Path) {
         }
     });
     report.check("cli --version", outcome);
+    run_id
 }
 
-/// `state` and `message.read` answered in the shapes the runner parses. `message.read` goes
-/// with `limit: 0` and no `after`: a broker that knows the mark-only form takes no message.
-fn broker(report: &mut Report, socket: &Path, cap: &Capability) {
+/// The runner's first calls, as it makes them: `role.claim` with the bundle's run, then `state`
+/// and `message.read` answered in the shapes the runner parses, then `role.release`.
+/// `message.read` goes with `limit: 0` and no `after`: a broker that knows the mark-only form
+/// takes no message.
+fn broker(report: &mut Report, socket: &Path, cap: &Capability, run_id: &str) {
     let broker =
         UnixBroker::new(BrokerConfig { socket: socket.to_path_buf(), timeout: BROKER_TIMEOUT });
+    let claimed = broker.call(cap, Verb::RoleClaim, &json!({"run": run_id})).map(|_| ());
+    let claimed = claimed.map_err(|error| {
+        format!(
+            "{} (the runner would exit 21; a session of this run may hold it)",
+            broker_error(error)
+        )
+    });
+    if !report.check("broker role.claim", claimed) {
+        return;
+    }
     let state = broker.call(cap, Verb::State, &json!({"cap": 1})).map_err(broker_error).and_then(
         |result| {
             serde_json::from_value::<StateResult>(result).map(|_| ()).map_err(|error| {
@@ -273,6 +295,8 @@ fn broker(report: &mut Report, socket: &Path, cap: &Capability) {
             }
         });
     report.check("broker message.read", read);
+    let released = broker.call(cap, Verb::RoleRelease, &json!({})).map(|_| ());
+    report.check("broker role.release", released.map_err(broker_error));
 }
 
 /// A broker error as a reason; a refusal by its code only, the broker's own message left out.

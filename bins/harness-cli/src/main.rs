@@ -3,7 +3,7 @@
 //! `harness unslop counts LOG` prints what a finished session's unslop log says, as JSON.
 //! `harness bundle build --request FILE --out DIR` builds a launch bundle and prints its digest;
 //! `harness bundle verify DIR [--digest D]` checks one against its manifest and digest.
-//! `harness doctor --prefix P [--run RUN_DIR] [--broker SOCKET --cap-stdin]` checks an install,
+//! `harness doctor --prefix P [--run RUN_DIR [--broker SOCKET --cap-stdin]]` checks an install,
 //! a run directory's CLI and a broker, one `ok NAME` or `FAIL NAME: reason` line per check. Each
 //! top-level word is one module with one `run`; the command line is parsed by `clap`, so every
 //! command answers `--help` and the binary `--version`.
@@ -30,7 +30,8 @@ const DOCTOR_AFTER: &str = "\
 Each check prints one line on stdout: `ok NAME`, or `FAIL NAME: reason`. Checks: every file of
 the install layout (present, a regular file, readable; binaries executable), each binary's
 --version, `node --version` from PATH (Node 24), and with --run, run.json, the bundle and the
-CLI's --version; with --broker, `state` and `message.read`.
+CLI's --version; with --broker (and --run), the runner's first calls as it makes them:
+`role.claim` with the run of --run's bundle, `state`, `message.read` and `role.release`.
 message.read marks messages read: doctor sends it as {\"limit\": 0} with no `after`, the
 runner's mark-only form, so a broker that follows docs/protocol.md takes no message. A broker that
 ignores `limit` and returns a message fails the check (and may have taken that message). The
@@ -71,9 +72,10 @@ enum Command {
         /// there, which must also match run.json's bundleDigest).
         #[arg(long, value_name = "RUN_DIR")]
         run: Option<PathBuf>,
-        /// The broker's socket: `state` and `message.read` must answer in the shapes the runner
-        /// parses. Needs --cap-stdin.
-        #[arg(long, value_name = "SOCKET", requires = "cap_stdin")]
+        /// The broker's socket: doctor claims the role for the run of --run's bundle, as the
+        /// runner does, checks that `state` and `message.read` answer in the shapes the runner
+        /// parses, and releases it. Needs --cap-stdin and --run.
+        #[arg(long, value_name = "SOCKET", requires_all = ["cap_stdin", "run"])]
         broker: Option<PathBuf>,
         /// Read the capability from stdin as `{"cap": "..."}` and a newline, as the runner does
         /// (never from argv or the environment). Needs --broker.

@@ -308,11 +308,23 @@ fn a_run_json_the_runner_would_refuse_fails_naming_why() {
     }
 }
 
-fn broker_doctor(prefix: &Path, broker: &ScriptedBroker) -> Output {
+/// A broker that claims and releases the role as the runner asks.
+fn claiming_broker() -> ScriptedBroker {
+    let broker = ScriptedBroker::start().unwrap();
+    broker.answer("role.claim", BrokerAnswer::result(json!({"run": "run-9"})));
+    broker.answer("role.release", BrokerAnswer::result(json!({})));
+    broker
+}
+
+/// `harness doctor` with the run directory `run` (whose bundle names the run to claim) and the
+/// broker, the capability on stdin.
+fn broker_doctor(prefix: &Path, run: &Path, broker: &ScriptedBroker) -> Output {
     doctor(
         &[
             "--prefix",
             prefix.to_str().unwrap(),
+            "--run",
+            run.to_str().unwrap(),
             "--broker",
             broker.socket().to_str().unwrap(),
             "--cap-stdin",
@@ -326,27 +338,58 @@ fn broker_doctor(prefix: &Path, broker: &ScriptedBroker) -> Output {
 fn a_broker_in_the_runners_shapes_passes_and_no_message_is_taken() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = good_prefix(dir.path());
-    let broker = ScriptedBroker::start().unwrap();
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    let broker = claiming_broker();
     broker.answer("state", BrokerAnswer::result(good_state()));
     broker.answer("message.read", BrokerAnswer::result(json!({"message": null})));
-    let output = broker_doctor(&prefix, &broker);
+    let output = broker_doctor(&prefix, &run, &broker);
     let context = text(&output);
     let lines = stdout_lines(&output);
-    for name in ["ok broker state", "ok broker message.read"] {
+    for name in [
+        "ok broker role.claim",
+        "ok broker state",
+        "ok broker message.read",
+        "ok broker role.release",
+    ] {
         assert!(lines.iter().any(|line| line == name), "{name}: {context}");
     }
     assert!(!context.contains(CAP), "{context}");
-    let reads = broker.calls_of("message.read");
-    assert_eq!(reads.len(), 1);
-    assert_eq!(reads[0].args, json!({"limit": 0}));
-    assert_eq!(reads[0].cap, CAP);
+    // The runner's first calls, in its order: the claim of the bundle's run first, the release
+    // last.
+    let calls: Vec<(String, serde_json::Value)> =
+        broker.calls().into_iter().map(|call| (call.verb, call.args)).collect();
+    let verbs: Vec<&str> = calls.iter().map(|(verb, _)| verb.as_str()).collect();
+    assert_eq!(verbs, ["role.claim", "state", "message.read", "role.release"], "{calls:?}");
+    assert_eq!(calls[0].1, json!({"run": "run-9"}));
+    assert_eq!(calls[2].1, json!({"limit": 0}));
+    assert!(broker.calls().iter().all(|call| call.cap == CAP));
+}
+
+/// A claim the broker refuses ends the broker checks there, naming the code: nothing is read.
+#[test]
+fn a_refused_claim_is_named_and_nothing_else_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    let broker = ScriptedBroker::start().unwrap();
+    broker.answer("role.claim", BrokerAnswer::refuse("role-held"));
+    let output = broker_doctor(&prefix, &run, &broker);
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let failed = stdout_lines(&output).into_iter().any(|line| {
+        line.starts_with("FAIL broker role.claim: refused: role-held (the runner would exit 21")
+    });
+    assert!(failed, "{context}");
+    let verbs: Vec<String> = broker.calls().into_iter().map(|call| call.verb).collect();
+    assert_eq!(verbs, ["role.claim"], "{context}");
 }
 
 #[test]
 fn a_broker_answering_state_in_a_wrong_shape_fails_and_the_capability_stays_hidden() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = good_prefix(dir.path());
-    let broker = ScriptedBroker::start().unwrap();
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    let broker = claiming_broker();
     // The wrong shape carries the capability back, where a parse error would quote it.
     broker.answer(
         "state",
@@ -357,7 +400,7 @@ fn a_broker_answering_state_in_a_wrong_shape_fails_and_the_capability_stays_hidd
         BrokerAnswer::result(json!({"message": {"id": "m-1", "from": "jo", "kind": "message",
             "sentAt": "2026-11-30T09:00:00Z", "text": "hi"}})),
     );
-    let output = broker_doctor(&prefix, &broker);
+    let output = broker_doctor(&prefix, &run, &broker);
     let context = text(&output);
     assert_eq!(output.status.code(), Some(1), "{context}");
     let lines = stdout_lines(&output);
@@ -379,9 +422,10 @@ fn a_broker_answering_state_in_a_wrong_shape_fails_and_the_capability_stays_hidd
 fn a_refusing_or_absent_broker_fails_naming_the_code() {
     let dir = tempfile::tempdir().unwrap();
     let prefix = good_prefix(dir.path());
-    let broker = ScriptedBroker::start().unwrap();
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    let broker = claiming_broker();
     broker.answer("state", BrokerAnswer::refuse("cap-revoked"));
-    let output = broker_doctor(&prefix, &broker);
+    let output = broker_doctor(&prefix, &run, &broker);
     let context = text(&output);
     assert_eq!(output.status.code(), Some(1), "{context}");
     let lines = stdout_lines(&output);
@@ -395,22 +439,30 @@ fn a_refusing_or_absent_broker_fails_naming_the_code() {
         "{context}"
     );
     assert!(!context.contains(CAP), "{context}");
+    // Released all the same: the claim went through.
+    assert!(lines.iter().any(|line| line == "ok broker role.release"), "{context}");
     let gone = broker.socket().with_file_name("gone.sock");
     let output = doctor(
-        &["--prefix", prefix.to_str().unwrap(), "--broker", gone.to_str().unwrap(), "--cap-stdin"],
+        &[
+            "--prefix",
+            prefix.to_str().unwrap(),
+            "--run",
+            run.to_str().unwrap(),
+            "--broker",
+            gone.to_str().unwrap(),
+            "--cap-stdin",
+        ],
         None,
         &format!("{{\"cap\": \"{CAP}\"}}\n"),
     );
     let context = text(&output);
     assert_eq!(output.status.code(), Some(1), "{context}");
-    for name in ["FAIL broker state: ", "FAIL broker message.read: "] {
-        assert!(
-            stdout_lines(&output)
-                .iter()
-                .any(|line| line.starts_with(name) && line.contains("unreachable")),
-            "{name}: {context}"
-        );
-    }
+    let lines = stdout_lines(&output);
+    let unreachable = |line: &String| {
+        line.starts_with("FAIL broker role.claim: ") && line.contains("unreachable")
+    };
+    assert!(lines.iter().any(unreachable), "{context}");
+    assert!(!lines.iter().any(|line| line.contains("broker state")), "{context}");
 }
 
 #[test]
@@ -421,6 +473,8 @@ fn usage_errors_exit_2_and_a_bad_capability_line_exits_1() {
     for args in [
         vec![],
         vec!["--prefix", prefix, "--broker", "/nonexistent.sock"],
+        // The broker checks claim the run of --run's bundle, as the runner does.
+        vec!["--prefix", prefix, "--broker", "/nonexistent.sock", "--cap-stdin"],
         vec!["--prefix", prefix, "--cap-stdin"],
         vec!["--prefix", prefix, "--cap", CAP],
     ] {
@@ -430,7 +484,7 @@ fn usage_errors_exit_2_and_a_bad_capability_line_exits_1() {
     // A stdin that is not the runner's capability line: one error naming the shape, never the
     // line, and no check runs.
     let output = doctor(
-        &["--prefix", prefix, "--broker", "/nonexistent.sock", "--cap-stdin"],
+        &["--prefix", prefix, "--run", prefix, "--broker", "/nonexistent.sock", "--cap-stdin"],
         None,
         "cap-without-json\n",
     );
