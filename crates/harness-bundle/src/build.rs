@@ -37,8 +37,10 @@ pub struct Built {
 /// bundle is assembled in a temporary sibling and renamed into place only when whole.
 pub fn build_bundle(request: &BundleRequest<'_>) -> Result<Built, BundleError> {
     let resolved = request.resolved;
-    check_paths(request)?;
+    check_paths(request, Check::Absolute)?;
+    // Before the normal form: a prefix that is no install is named as such, however spelled.
     check_install(&request.install)?;
+    check_paths(request, Check::Normal)?;
     let route = session_model(&resolved.vars, &request.models, request.route)?;
     if route.harness != request.harness.name() {
         return Err(BundleError::NoRoute(format!(
@@ -123,22 +125,37 @@ pub const PROMPT_BYTES: usize = 120 * 1024;
 /// Refuses a relative bundle directory or install path, or one holding `.` or `..`: the
 /// bundle's files point at each other and at the install by these paths, they are used from
 /// the workspace, not from here, and a harness's own permission rules match them as text.
-fn check_paths(request: &BundleRequest<'_>) -> Result<(), BundleError> {
+fn check_paths(request: &BundleRequest<'_>, check: Check) -> Result<(), BundleError> {
     let mut paths = vec![("dir", request.dir.as_path())];
     paths.extend(request.install.paths());
     for (field, path) in paths {
-        if !path.is_absolute() {
-            return Err(BundleError::NotAbsolute { field, path: path.into() });
-        }
-        let dots = |c: &camino::Utf8Component<'_>| {
-            matches!(c, camino::Utf8Component::CurDir | camino::Utf8Component::ParentDir)
-        };
-        // `components()` drops a `.` inside a path, so the text is looked at too.
-        if path.components().any(|c| dots(&c)) || path.as_str().split('/').any(|s| s == ".") {
-            return Err(BundleError::NotNormal { field, path: path.to_owned() });
+        match check {
+            Check::Absolute if !path.is_absolute() => {
+                return Err(BundleError::NotAbsolute { field, path: path.into() });
+            }
+            Check::Normal => {
+                let dots = |c: &camino::Utf8Component<'_>| {
+                    matches!(c, camino::Utf8Component::CurDir | camino::Utf8Component::ParentDir)
+                };
+                // `components()` drops a `.` inside a path, so the text is looked at too.
+                if path.components().any(|c| dots(&c)) || path.as_str().split('/').any(|s| s == ".")
+                {
+                    return Err(BundleError::NotNormal { field, path: path.to_owned() });
+                }
+            }
+            Check::Absolute => {}
         }
     }
     Ok(())
+}
+
+/// Which of [`check_paths`]'s checks to make.
+#[derive(Clone, Copy)]
+enum Check {
+    /// Every path absolute (`path-not-absolute`).
+    Absolute,
+    /// No `.` or `..` in any (`path-not-normal`).
+    Normal,
 }
 
 /// Refuses an install that is not whole: a bundle points at every binary and asset of it, and a

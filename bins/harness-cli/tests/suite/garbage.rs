@@ -82,6 +82,7 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("skillsDir missing", with("skillsDir", json!(files.join("no-skills"))), "skill"),
         ("install missing", with("install", json!({"prefix": files.join("no-prefix")})), "install-invalid: "),
         ("install missing, said so", with("install", json!({"prefix": files.join("no-prefix")})), "no-prefix\" is not a harness install prefix"),
+        ("install relative and missing", with("install", json!({"prefix": "../no-such-prefix"})), "no-such-prefix\" is not a harness install prefix"),
     ];
     let out_parent = dir.path().join("out");
     std::fs::create_dir(&out_parent).unwrap();
