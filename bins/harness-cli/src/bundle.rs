@@ -35,9 +35,13 @@ fn out_dir(out: &Utf8Path) -> Result<Utf8PathBuf, BundleError> {
         source,
     })?;
     let absolute = utf8_path("--out, made absolute", absolute)?;
+    // `x/..`, `x/.`: no name for a bundle of its own.
     let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
-        return Ok(absolute);
+        return Err(BundleError::NotNormal { field: "--out", path: out.to_owned() });
     };
+    if name == "." {
+        return Err(BundleError::NotNormal { field: "--out", path: out.to_owned() });
+    }
     match parent.canonicalize_utf8() {
         Ok(parent) => Ok(parent.join(name)),
         Err(_) => Ok(absolute),

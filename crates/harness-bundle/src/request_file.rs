@@ -27,7 +27,7 @@ enum Inline<T> {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Install {
-    /// The install prefix (`PREFIX/bin`, `PREFIX/lib/harness`).
+    /// The install prefix (`PREFIX/bin`, `PREFIX/share/harness`).
     #[schemars(with = "std::path::PathBuf")]
     prefix: Utf8PathBuf,
 }

@@ -114,7 +114,7 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
     let built = build(&good_path, &dots);
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert_eq!(built.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("path-not-normal: dir \""), "{stderr}");
+    assert!(stderr.contains("path-not-normal: --out \""), "{stderr}");
     assert!(listing(&out_parent).is_empty(), "written: {:?}", listing(&out_parent));
     // And the good request still builds.
     let out = out_parent.join("bundle");

@@ -2,7 +2,8 @@
 //! real CLI: the bundle built by `build_bundle`, the runner started on it, one message in, its
 //! RESULT out, the runner stopped. The example checks each step itself and exits non-zero when
 //! one fails; this test runs the binary cargo built for it and reads what it printed. Run it with
-//! `cargo test -p harness-bundle`, which builds the example; `--test all` alone does not.
+//! `cargo test --workspace`, which builds the example and the binaries it starts
+//! (`cargo test -p harness-bundle` does too once `cargo build --workspace` has run).
 
 use std::path::PathBuf;
 use std::process::Command;
