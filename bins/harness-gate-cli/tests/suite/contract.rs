@@ -165,9 +165,21 @@ fn every_bad_input_blocks() {
         &["check", "--policy"][..],
         &["judge", "--policy", policy][..],
         &["check", "--policy", policy, "extra"][..],
+        // `--help` and `--version` answer only alone: beside a command they are a usage error,
+        // and a call is never allowed because one of them is there.
+        &["--help", "check", "--policy", policy][..],
+        &["check", "--policy", policy, "--version"][..],
+        &["check", "--policy", policy, "--help"][..],
+        &["--version", "claude-hook", "--policy", policy][..],
     ] {
         expect(&gate(args, &cwd, good_call, &[]), 2, "usage: harness-gate");
     }
+    // `--help` where the policy path goes is a path like any other: no such policy, blocked.
+    expect(
+        &gate(&["check", "--policy", "--help"], &cwd, good_call, &[]),
+        2,
+        "cannot read the policy",
+    );
     let missing = fx.root.join("missing.json");
     let bad_policies = [
         (missing.clone(), "cannot read the policy"),
