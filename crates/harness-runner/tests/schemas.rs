@@ -209,9 +209,9 @@ fn every_labelled_example_in_the_docs_validates_against_its_schema() {
             assert!(read.is_ok(), "{}:{}: {read:?}", example.doc, example.line);
         }
     }
-    // The three docs the contracts are specified in each carry labelled examples, and every
+    // The docs the contracts are specified in (and the host's guide) carry labelled examples, and every
     // file or message a host writes or reads has at least one.
-    for doc in ["docs/bundle.md", "docs/runner.md", "docs/protocol.md"] {
+    for doc in ["docs/bundle.md", "docs/runner.md", "docs/protocol.md", "docs/host.md"] {
         assert!(examples.iter().any(|e| e.doc == doc), "{doc} has no labelled example");
     }
     for schema in [
