@@ -780,11 +780,15 @@ impl<'a> Session<'a> {
         let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let from = message.get("from").and_then(Value::as_str).filter(|from| !from.is_empty());
         // The id as the broker sent it, when it is not one the runner can mark read.
+        // What the broker sent is shown clipped: an id or a field's value can be any length.
         let shown = match (id, message.get("id")) {
-            (Some(id), _) => id.to_owned(),
-            (None, Some(raw)) => format!("with the id {raw} (not a non-empty string)"),
+            (Some(id), _) => clip(id),
+            (None, Some(raw)) => {
+                format!("with the id {} (not a non-empty string)", clip(&raw.to_string()))
+            }
             (None, None) => "without an id".to_owned(),
         };
+        let reason = &clip(reason);
         let outcome = match (id, from) {
             (Some(_), Some(_)) => "answered with the reason",
             (Some(_), None) => "skipped, marked read: it has no sender (`from`) to answer",
@@ -976,5 +980,16 @@ fn field_error(error: serde_path_to_error::Error<serde_json::Error>) -> String {
     match field.as_str() {
         "." => error.into_inner().to_string(),
         _ => format!("{field}: {}", error.into_inner()),
+    }
+}
+
+/// The most of a broker's text a log line or a malformed message's RESULT repeats.
+const CLIP_CHARS: usize = 200;
+
+/// `text` up to [`CLIP_CHARS`] characters, `…` marking a cut.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(CLIP_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }

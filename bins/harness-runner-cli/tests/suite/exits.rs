@@ -308,3 +308,34 @@ fn a_broker_that_hands_an_answered_message_over_again_ends_the_run_after_its_ret
     let reads = fx.broker.calls_of("message.read").len();
     assert!(reads <= 6, "{reads} reads: the repeats must count, not loop");
 }
+
+/// What a malformed message's log line and RESULT repeat of the broker's text is clipped: a
+/// field's value of any length (here a 5,000-character `kind`) reaches neither in full.
+#[test]
+fn a_malformed_messages_values_are_clipped_in_the_log_and_the_result() {
+    let fx = Fixture::new();
+    let long = "k".repeat(5000);
+    fx.broker.answer_once(
+        "message.read",
+        BrokerAnswer::result(json!({"message": {
+            "id": "m-long", "from": "acme-cos", "kind": long,
+            "sentAt": "2026-11-30T03:00:00Z", "text": "Hi"
+        }})),
+    );
+    let child = fx.spawn(&[]);
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let line = err.lines().find(|line| line.contains("malformed message m-long")).unwrap();
+    assert!(line.contains("kind: unknown variant `kkkk"), "{line}");
+    assert!(line.contains('…') && line.len() < 800, "{} bytes: {line}", line.len());
+    let sends = fx.broker.calls_of("message.send");
+    let text = sends[0].args["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("The turn failed: malformed message: kind: unknown variant"),
+        "{text}"
+    );
+    assert!(text.len() < 600, "{} bytes", text.len());
+}
