@@ -147,6 +147,12 @@ fn the_level_comes_from_harness_log() {
     assert!(lines.iter().any(|line| line.contains("the broker did not answer")), "{lines:#?}");
     let (output, _fx) = session(&[("HARNESS_LOG", "off")]);
     assert_eq!(stderr(&output), "", "off says nothing");
+    // The most verbose level, in both formats, still holds no secret in any line.
+    for format in ["human", "json"] {
+        let (output, _fx) = session(&[("HARNESS_LOG", "trace"), ("HARNESS_LOG_FORMAT", format)]);
+        let lines = lines_without_secrets(&output);
+        assert!(lines.iter().any(|line| line.contains("runner started")), "{format}: {lines:#?}");
+    }
 }
 
 #[test]
