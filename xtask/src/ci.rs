@@ -9,13 +9,13 @@ use std::time::Instant;
 use anyhow::{Context as _, Result};
 
 use crate::cargo::Cargo;
-use crate::{canary, process, setup, verify_pi};
+use crate::{canary, dist, process, setup, verify_pi};
 
 /// A step of the test command.
 type Step = fn(&Path) -> Result<()>;
 
 /// The steps, in the order they run.
-const STEPS: [(&str, Step); 6] = [
+const STEPS: [(&str, Step); 7] = [
     ("setup", |root| setup::run(root).map(|_tools| ())),
     ("fmt", |root| cargo(root, &["fmt", "--all", "--check"])),
     ("clippy", |root| {
@@ -26,6 +26,8 @@ const STEPS: [(&str, Step); 6] = [
     ("test", |root| cargo(root, &["test", "--workspace"])),
     // After the tests, which built the binaries it drives: the real CLIs as the gate's oracle.
     ("canary", canary::ci_slice),
+    // A fresh clone's host path: `cargo xtask dist`, then both example hosts on that install.
+    ("dist-hosts", dist::ci_hosts),
 ];
 
 pub(crate) fn run(root: &Path) -> Result<()> {

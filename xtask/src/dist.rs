@@ -16,7 +16,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use harness_adapters::InstallLayout;
 
 use crate::cargo::Cargo;
-use crate::setup;
+use crate::{process, setup};
 
 /// The packages whose binaries the layout holds.
 const PACKAGES: [&str; 5] = [
@@ -47,6 +47,39 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     eprintln!("dist: installed {installed} files under {prefix}");
     Ok(())
 }
+
+/// `cargo xtask ci`'s last step, the host's whole path from a fresh clone: `dist` installs the
+/// release binaries and assets into a temporary prefix, and on that install both example hosts
+/// run a whole session with each real CLI: the Node host (examples/host/host.mjs) through
+/// `harness bundle build`, the Rust one (`harness-bundle`'s example) through the library.
+pub(crate) fn ci_hosts(root: &Path) -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("harness-dist-").tempdir()?;
+    let prefix = dir.path().join("prefix");
+    let prefix = prefix.to_str().context("the temporary directory is not UTF-8")?;
+    run(root, &["--prefix", prefix])?;
+    let tools = setup::run(root)?;
+    let cargo = Cargo::locate(root)?;
+    for (cli, program) in [("pi", "pi"), ("claude", "claude")] {
+        let scratch = dir.path().join(format!("scratch-{cli}"));
+        std::fs::create_dir(&scratch)?;
+        let mut node = tools.isolated("node", &scratch)?;
+        node.arg(root.join("examples/host/host.mjs"))
+            .args(["--prefix", prefix, "--cli"])
+            .arg(tools.bin(program));
+        let ran = process::run_captured(&mut node, HOST_DEADLINE)
+            .with_context(|| format!("the Node example host with {cli} on the dist install"))?;
+        eprintln!("dist: the Node host with {cli}: {}", ran.stdout.lines().last().unwrap_or(""));
+        let mut rust = cargo.command(&["run", "--quiet", "-p", "harness-bundle", "--example"]);
+        rust.args(["host", "--", "--prefix", prefix, "--cli", cli]);
+        let ran = process::run_captured(&mut rust, HOST_DEADLINE)
+            .with_context(|| format!("the Rust example host with {cli} on the dist install"))?;
+        eprintln!("dist: the Rust host with {cli}: {}", ran.stdout.lines().last().unwrap_or(""));
+    }
+    Ok(())
+}
+
+/// How long one example host may take, its build included (each has its own, shorter, limits).
+const HOST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Returns every file of the layout: (source in `from`, destination in `to`, mode).
 fn files(from: &InstallLayout, to: &InstallLayout) -> Vec<(Utf8PathBuf, Utf8PathBuf, u32)> {

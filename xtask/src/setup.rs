@@ -82,6 +82,11 @@ impl Tools {
         Ok(cmd)
     }
 
+    /// `.tools/bin/PROGRAM`.
+    pub(crate) fn bin(&self, program: &str) -> PathBuf {
+        self.bin.join(program)
+    }
+
     /// Runs `.tools/bin/PROGRAM --version` isolated and returns its first line if `ok` accepts it.
     fn version(&self, scratch: &Path, program: &str, ok: impl Fn(&str) -> bool) -> Result<String> {
         let mut cmd = self.isolated(program, scratch)?;
