@@ -60,6 +60,8 @@ fn garbage_requests_exit_1_with_a_clear_error_and_write_nothing() {
         ("an array", b"[]".to_vec(), "not a bundle request"),
         ("an unknown field", with("cap", json!("x")), "request-invalid: "),
         ("an unknown field named", with("cap", json!("x")), "unknown field `cap`"),
+        ("two objects", format!("{text} {text}").into_bytes(), "not a bundle request: trailing characters"),
+        ("resolved inline without a role", with("resolved", json!({"instance": "x"})), "not a bundle request: resolved: missing field"),
         ("dir, which is --out", with("dir", json!(files.join("elsewhere"))), "unknown field `dir`"),
         ("no session", without("session"), "missing field `session`"),
         ("no install, run from the build directory", without("install"), "no install.prefix is given, and the prefix this harness binary is installed under, "),
