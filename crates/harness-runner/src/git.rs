@@ -134,7 +134,7 @@ impl GitTools {
             args: argv,
             env,
             cwd: &self.tmp,
-            stdout_cap: GIT_OUTPUT_CAP,
+            stdout: crate::supervise::StdoutTo::Thread(GIT_OUTPUT_CAP),
             stderr: StderrTo::Capture(GIT_OUTPUT_CAP),
             deadline: GIT_TIMEOUT,
             stop: None,

@@ -59,6 +59,17 @@ pub(crate) enum StderrTo {
     File(std::fs::File),
 }
 
+/// How the child's stdout is read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum StdoutTo {
+    /// By a thread of its own, into at most this many bytes: a turn's answer, git's output.
+    Thread(usize),
+    /// On the calling thread between two looks at the child, into at most this many bytes: no
+    /// thread, so nothing of one (its cached stack, its malloc arena) stays in the runner's
+    /// memory after a short output such as the CLI's `--version` at start.
+    Inline(usize),
+}
+
 /// What to start and how.
 #[derive(Debug)]
 pub(crate) struct Spawn<'a> {
@@ -70,8 +81,9 @@ pub(crate) struct Spawn<'a> {
     pub(crate) env: Vec<(OsString, OsString)>,
     /// Its working directory.
     pub(crate) cwd: &'a Path,
-    /// The most of stdout kept; the rest is read and dropped, so the child never blocks on it.
-    pub(crate) stdout_cap: usize,
+    /// How stdout is read, and the most of it kept; the rest is read and dropped, so the child
+    /// never blocks on it.
+    pub(crate) stdout: StdoutTo,
     /// Where stderr goes.
     pub(crate) stderr: StderrTo,
     /// How long it may run.
@@ -231,19 +243,24 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
             kill_group(group);
         }
     };
-    let stdout = child.stdout.take().map(|pipe| Capture::start(pipe, spawn.stdout_cap));
+    let (stdout, inline) = match (child.stdout.take(), spawn.stdout) {
+        (Some(pipe), StdoutTo::Thread(cap)) => (Some(Capture::start(pipe, cap)), None),
+        (Some(pipe), StdoutTo::Inline(cap)) => (None, Some(Inline::new(pipe, cap))),
+        (None, _) => (None, None),
+    };
     let stderr = match (child.stderr.take(), capture_stderr) {
         (Some(pipe), Some(cap)) => Some(Capture::start(pipe, cap)),
         _ => None,
     };
-    let (stdout, stderr) = match (stdout.transpose(), stderr.transpose()) {
-        (Ok(stdout), Ok(stderr)) => (stdout, stderr),
-        (Err(error), _) | (_, Err(error)) => {
-            kill();
-            let _ = child.wait();
-            return Err(error);
-        }
-    };
+    let (stdout, stderr, mut inline) =
+        match (stdout.transpose(), stderr.transpose(), inline.transpose()) {
+            (Ok(stdout), Ok(stderr), Ok(inline)) => (stdout, stderr, inline),
+            (Err(error), ..) | (_, Err(error), _) | (.., Err(error)) => {
+                kill();
+                let _ = child.wait();
+                return Err(error);
+            }
+        };
     let started = Instant::now();
     let ended = loop {
         match child.try_wait() {
@@ -261,6 +278,9 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
         if started.elapsed() >= spawn.deadline {
             break Ended::TimedOut;
         }
+        if let Some(inline) = &mut inline {
+            inline.drain();
+        }
         std::thread::sleep(WAIT_STEP);
     };
     // Whatever it left running in its group goes with it; a child still running is reaped.
@@ -269,7 +289,56 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
         let _ = child.wait();
     }
     let take = |capture: Option<Capture>| capture.map(|c| c.take(GRACE)).unwrap_or_default();
-    Ok(Outcome { ended, stdout: take(stdout), stderr: take(stderr) })
+    let stdout = match inline {
+        Some(inline) => inline.finish(GRACE),
+        None => take(stdout),
+    };
+    Ok(Outcome { ended, stdout, stderr: take(stderr) })
+}
+
+/// A pipe read without blocking, on the thread that waits for the child.
+struct Inline {
+    pipe: std::process::ChildStdout,
+    bytes: Vec<u8>,
+    cap: usize,
+    ended: bool,
+}
+
+impl Inline {
+    fn new(pipe: std::process::ChildStdout, cap: usize) -> std::io::Result<Self> {
+        rustix::io::ioctl_fionbio(&pipe, true)?;
+        Ok(Self { pipe, bytes: Vec::new(), cap, ended: false })
+    }
+
+    /// Reads what the pipe holds now, up to the cap (the rest is read and dropped).
+    fn drain(&mut self) {
+        let mut chunk = [0u8; 4096];
+        while !self.ended {
+            match self.pipe.read(&mut chunk) {
+                Ok(0) => self.ended = true,
+                Ok(read) => {
+                    let room = self.cap.saturating_sub(self.bytes.len());
+                    self.bytes.extend_from_slice(&chunk[..read.min(room)]);
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => self.ended = true,
+            }
+        }
+    }
+
+    /// What was read, once the pipe ended or `grace` passed (a process the child left may hold
+    /// the pipe open: what came within the grace counts).
+    fn finish(mut self, grace: Duration) -> Vec<u8> {
+        let until = Instant::now() + grace;
+        loop {
+            self.drain();
+            if self.ended || Instant::now() >= until {
+                return self.bytes;
+            }
+            std::thread::sleep(WAIT_STEP);
+        }
+    }
 }
 
 /// Makes this process a child subreaper: orphans of its descendants become its children, so
@@ -351,7 +420,7 @@ mod tests {
             args: vec!["-c".into(), script.into()],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: Path::new("/"),
-            stdout_cap: 16,
+            stdout: StdoutTo::Thread(16),
             stderr: StderrTo::Capture(16),
             deadline,
             stop: None,
@@ -371,6 +440,36 @@ mod tests {
         assert_eq!(outcome.ended.describe("it", Duration::ZERO), "it exited with status 3");
     }
 
+    /// Read inline (no thread): the output is capped without the child blocking on a full pipe,
+    /// and a process the child left holding stdout does not hold the call past the grace.
+    #[test]
+    fn inline_output_is_capped_and_a_holder_does_not_hold_the_call() {
+        let inline = |script: &str| {
+            run(Spawn {
+                program: Path::new("/bin/sh"),
+                args: vec!["-c".into(), script.into()],
+                env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                cwd: Path::new("/"),
+                stdout: StdoutTo::Inline(16),
+                stderr: StderrTo::Capture(16),
+                deadline: Duration::from_secs(20),
+                stop: None,
+                pre_exec: None,
+            })
+            .unwrap()
+        };
+        let outcome = inline("head -c 1000000 /dev/zero | tr '\\0' a; exit 3");
+        assert_eq!(outcome.stdout, b"aaaaaaaaaaaaaaaa");
+        assert_eq!(outcome.ended.describe("it", Duration::ZERO), "it exited with status 3");
+        let started = Instant::now();
+        let outcome = inline("setsid sleep 30 & echo $!");
+        // The holder is this test's to end, by its pid (it left the group the call killed).
+        let holder: i32 = String::from_utf8_lossy(&outcome.stdout).trim().parse().unwrap();
+        let _ = rustix::process::kill_process(Pid::from_raw(holder).unwrap(), Signal::KILL);
+        assert!(outcome.success());
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
     #[test]
     fn the_environment_is_only_what_is_given() {
         let outcome = sh("echo \"${HOME:-none}\"", Duration::from_secs(20));
@@ -384,7 +483,7 @@ mod tests {
             args: vec!["-c".into(), "sleep 30 & echo $!; sleep 30".into()],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: Path::new("/"),
-            stdout_cap: 64,
+            stdout: StdoutTo::Thread(64),
             stderr: StderrTo::Capture(16),
             deadline: Duration::from_millis(300),
             stop: None,
@@ -413,7 +512,7 @@ mod tests {
             args: vec!["-c".into(), "sleep 30".into()],
             env: Vec::new(),
             cwd: Path::new("/"),
-            stdout_cap: 16,
+            stdout: StdoutTo::Thread(16),
             stderr: StderrTo::Capture(16),
             deadline: Duration::from_secs(30),
             stop: Some(&stop),
@@ -439,7 +538,7 @@ mod tests {
             args: vec!["-c".into(), "echo $HOOKED".into()],
             env: Vec::new(),
             cwd: Path::new("/"),
-            stdout_cap: 16,
+            stdout: StdoutTo::Thread(16),
             stderr: StderrTo::Capture(16),
             deadline: Duration::from_secs(20),
             stop: None,

@@ -184,7 +184,7 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
         args: vec![run.manifest.adapter.as_os_str().to_owned()],
         env: adapter_env(run, files, turn.session_id, turn.env),
         cwd: run.file.workspace.as_std_path(),
-        stdout_cap: MAX_ANSWER_BYTES,
+        stdout: crate::supervise::StdoutTo::Thread(MAX_ANSWER_BYTES),
         stderr: StderrTo::File(stderr),
         deadline: run.turn_timeout(),
         stop: Some(turn.stop),

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::supervise::{self, Spawn, StderrTo};
+use crate::supervise::{self, Spawn, StderrTo, StdoutTo};
 
 /// How long `--version` may take.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,18 +41,21 @@ pub enum VersionError {
 /// wall clock of [`VERSION_TIMEOUT`]; returns what it printed on stdout (untrimmed). `program` is
 /// absolute, or a name looked up in `path`.
 pub fn program_version(program: &Path, path: OsString) -> Result<String, VersionError> {
+    let start = |source| VersionError::Start { program: program.to_owned(), source };
+    // Its stderr is not read: no thread for it either.
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null").map_err(start)?;
     let outcome = supervise::run(Spawn {
         program,
         args: vec!["--version".into()],
         env: vec![("PATH".into(), path)],
         cwd: Path::new("/"),
-        stdout_cap: MAX_VERSION_OUTPUT,
-        stderr: StderrTo::Capture(0),
+        stdout: StdoutTo::Inline(MAX_VERSION_OUTPUT),
+        stderr: StderrTo::File(null),
         deadline: VERSION_TIMEOUT,
         stop: None,
         pre_exec: None,
     })
-    .map_err(|source| VersionError::Start { program: program.to_owned(), source })?;
+    .map_err(start)?;
     if !outcome.success() {
         let what = format!("{program:?} --version");
         return Err(VersionError::Failed(outcome.ended.describe(&what, VERSION_TIMEOUT)));
