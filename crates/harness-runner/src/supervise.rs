@@ -3,8 +3,9 @@
 //!
 //! [`run`] spawns a [`Spawn`] with an explicit environment (`env_clear` and the given variables,
 //! nothing inherited), in a process group of its own (`process_group(0)`), stdin null, stdout
-//! (and stderr, unless it goes to a file) read into capped buffers on threads of their own, and
-//! waits under a deadline and a stop flag. It returns an [`Outcome`]: how the process ended
+//! (and stderr, unless it goes to a file) read into capped buffers on threads of their own, or
+//! stdout inline on the waiting thread for a short output ([`StdoutTo::Inline`]), and waits
+//! under a deadline and a stop flag. It returns an [`Outcome`]: how the process ended
 //! ([`Ended`]) and what was read from it, also when a detached descendant (`setsid sleep 40 &`)
 //! still holds the pipe: once the process has ended the rest of the tree is killed (see
 //! [`sweep_descendants`]) and whatever arrived within a short grace is taken. The whole group is
