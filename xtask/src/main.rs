@@ -29,8 +29,8 @@ commands:
   setup      install Node 24, Pi 0.85.1, Claude Code 2.1.296 (pinned in tools/) into .tools/,
              plus rg and fd when missing; link them into .tools/bin/ and check their versions
   ci         the test command: setup, cargo fmt --check, clippy -D warnings, verify-pi, cargo test
-             with HARNESS_REQUIRE_CLIS=1, then a fixed-seed slice of fuzz-cli; stops at the first
-             failure
+             with HARNESS_REQUIRE_CLIS=1, a fixed-seed slice of fuzz-cli, then dist into a
+             temporary prefix and both example hosts on it; stops at the first failure
   bench      run every crate's bench target (the gate's hook and decide(), the bundle, the runner,
              the unslop hook, harness-mcp and the tool socket, the load), print the summary table
              of medians, floors, ratios, targets and verdicts, and write docs/performance.md

@@ -278,3 +278,67 @@ fn docs_named_in_the_tree_exist_and_nothing_points_outside() {
     }
     assert!(named > 20, "only {named} doc names found: the scan is broken");
 }
+
+/// The README's layout, commands and docs list match the tree: every top-level directory, every
+/// crate and every binary is in its layout block, every `docs/*.md` in its documentation list,
+/// and every `cargo xtask` subcommand in its list of them.
+#[test]
+fn the_readme_matches_the_tree() {
+    let readme = read(&root().join("README.md"));
+    let section = |title: &str| {
+        let start = readme.find(title).unwrap_or_else(|| panic!("README has no {title:?}"));
+        let rest = &readme[start + title.len()..];
+        rest[..rest.find("\n## ").unwrap_or(rest.len())].to_owned()
+    };
+    let layout = section("## Layout");
+    for entry in std::fs::read_dir(root()).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let tracked_dir = entry.file_type().unwrap().is_dir()
+            && !name.starts_with('.')
+            && !["target", "node_modules"].contains(&name.as_str());
+        if tracked_dir {
+            assert!(layout.contains(&format!("\n{name}/")), "the README's layout lacks {name}/");
+        }
+    }
+    for package in packages().keys() {
+        let crate_dir = root().join("crates").join(package);
+        if crate_dir.is_dir() {
+            assert!(layout.contains(package.as_str()), "the README's layout lacks {package}");
+        }
+    }
+    for file in files("bins", "main.rs") {
+        let cargo = read(&file.parent().unwrap().parent().unwrap().join("Cargo.toml"));
+        // The `[[bin]]` section's name: what the binary is called.
+        let bin = cargo.split("[[bin]]").nth(1).unwrap_or_else(|| panic!("{}", file.display()));
+        let name = bin.lines().find_map(|line| line.strip_prefix("name = \"")).unwrap();
+        let name = name.trim_end_matches('"');
+        assert!(layout.contains(name), "the README's layout lacks the binary {name}");
+    }
+    let documentation = section("## Documentation");
+    for doc in files("docs", ".md") {
+        let name = doc.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("docs/schemas/") {
+            assert!(
+                documentation.contains(&format!("`{name}`")),
+                "the README does not list {name}"
+            );
+        }
+    }
+    let commands = section("## cargo xtask");
+    let usage = read(&root().join("xtask/src/main.rs"));
+    let usage = usage.split_once("const USAGE: &str = \"").unwrap().1.split_once("\";").unwrap().0;
+    for line in usage.lines().map(str::trim_start) {
+        let Some(name) = line.split(' ').next().filter(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+        }) else {
+            continue;
+        };
+        if name != "help" && line.len() > name.len() && line[name.len()..].starts_with("  ") {
+            assert!(
+                commands.contains(&format!("`cargo xtask {name}")),
+                "the README's cargo xtask list lacks {name}"
+            );
+        }
+    }
+}
