@@ -1,5 +1,6 @@
 //! `harness bundle build --request FILE --out DIR` and `harness bundle verify DIR`.
 
+use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -17,11 +18,15 @@ pub(crate) fn harness(args: &[&str]) -> Output {
 /// A fake install prefix and a request file for `resolved` on `route`.
 pub(crate) fn setup(dir: &Path, resolved: &str, route: &str) -> std::path::PathBuf {
     let prefix = dir.join("prefix");
-    // Every file of an install, each a few bytes naming itself.
+    // Every file of an install, each a few bytes naming itself. A file already there is left as
+    // it is, never written through: it may be a hard link to the build's own binary.
     let layout = harness_adapters::InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap());
     for (path, _mode) in layout.files() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, format!("stand-in for {path}\n")).unwrap();
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(mut file) => writeln!(file, "stand-in for {path}").unwrap(),
+            Err(error) => assert_eq!(error.kind(), std::io::ErrorKind::AlreadyExists, "{path}"),
+        }
     }
     let root = workspace_root();
     std::fs::create_dir_all(dir.join("ws")).unwrap();
