@@ -133,14 +133,8 @@ fn install(report: &mut Report, prefix: &Path) {
         return;
     };
     let layout = InstallLayout::under(prefix);
-    let missing = layout.missing().len();
-    let whole = match missing {
-        0 => Ok(()),
-        _ => Err(format!(
-            "{prefix} is not a harness install prefix: {missing} of the {} files an install holds are missing; `cargo xtask dist --prefix {prefix}` installs one",
-            layout.files().len()
-        )),
-    };
+    // The build's own check, and its words: a bundle built on this prefix would be refused so.
+    let whole = harness_bundle::check_install(&layout).map_err(|error| error.to_string());
     report.check("install prefix", whole);
     for (path, mode) in layout.files() {
         let shown = path.strip_prefix(prefix).unwrap_or(&path).to_string();

@@ -158,9 +158,10 @@ enum Check {
     Normal,
 }
 
-/// Refuses an install that is not whole: a bundle points at every binary and asset of it, and a
-/// prefix `cargo xtask dist` did not install into is the usual cause, which the error says.
-fn check_install(install: &InstallLayout) -> Result<(), BundleError> {
+/// Refuses an install that is not whole (`install-invalid`): a bundle points at every binary and
+/// asset of it, and a prefix `cargo xtask dist` did not install into is the usual cause, which
+/// the error says. `build_bundle` checks this first; `harness doctor` reports it as is.
+pub fn check_install(install: &InstallLayout) -> Result<(), BundleError> {
     let missing = install.missing();
     let Some(first) = missing.first() else { return Ok(()) };
     Err(BundleError::Install {

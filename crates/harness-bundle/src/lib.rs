@@ -101,7 +101,7 @@ mod skills;
 mod staging;
 mod verify;
 
-pub use build::{BUNDLE_VERSION, Built, PROMPT_BYTES, build_bundle};
+pub use build::{BUNDLE_VERSION, Built, PROMPT_BYTES, build_bundle, check_install};
 pub use bundle_files::{Manifest, ManifestAsset, Policy, ReliesOn};
 pub use error::{BundleError, RefusalReason, utf8_path};
 pub use request::{Arbiters, BundleRequest, CredentialStatus, SessionInfo};

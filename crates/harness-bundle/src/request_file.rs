@@ -153,7 +153,7 @@ pub fn load_request(
     let absolute = std::path::absolute(path).map_err(BundleError::io("resolve", path))?;
     let path = &utf8_path("the request file, made absolute", absolute)?;
     let text = std::fs::read(path).map_err(BundleError::io("read", path))?;
-    let file: RequestFile = from_json_bytes(&text)
+    let file: RequestFile = harness_tools::json::from_slice(&text)
         .map_err(|error| invalid(path, format!("not a bundle request: {error}")))?;
     let base = path.parent().unwrap_or(Utf8Path::new("."));
     let resolved: ResolvedInstance = match file.resolved {
@@ -161,11 +161,11 @@ pub fn load_request(
             let resolved_path = base.join(resolved_path);
             let bytes =
                 std::fs::read(&resolved_path).map_err(BundleError::io("read", &resolved_path))?;
-            from_json_bytes(&bytes).map_err(|error| {
+            harness_tools::json::from_slice(&bytes).map_err(|error| {
                 invalid(&resolved_path, format!("not a resolved instance: {error}"))
             })?
         }
-        serde_json::Value::Object(_) => from_json(file.resolved, "resolved")
+        serde_json::Value::Object(_) => harness_tools::json::from_value(file.resolved, "resolved")
             .map_err(|error| invalid(path, format!("not a bundle request: {error}")))?,
         other => {
             let what = match other {
@@ -238,38 +238,5 @@ pub fn load_request(
         install: InstallLayout::under(&prefix),
         network: file.network,
         resolved,
-    })
-}
-
-/// Deserializes `T` from JSON text, naming the field an error is in (`session.workspace:
-/// invalid type: ...`); nothing but whitespace may follow the value.
-fn from_json_bytes<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    let mut json = serde_json::Deserializer::from_slice(bytes);
-    let value = from_json(&mut json, "")?;
-    json.end().map_err(|error| error.to_string())?;
-    Ok(value)
-}
-
-/// Deserializes `T`, naming the field an error is in, under `root` (`resolved.skills: ...`);
-/// a syntax error or an early end is about the text, not a field.
-fn from_json<'de, T: serde::Deserialize<'de>>(
-    deserializer: impl serde::Deserializer<'de, Error = serde_json::Error>,
-    root: &str,
-) -> Result<T, String> {
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let error = error.into_inner();
-        let text = matches!(
-            error.classify(),
-            serde_json::error::Category::Syntax | serde_json::error::Category::Eof
-        );
-        let field = match (root, path.as_str()) {
-            _ if text => String::new(),
-            ("", ".") => String::new(),
-            ("", path) => path.to_owned(),
-            (root, ".") => root.to_owned(),
-            (root, path) => format!("{root}.{path}"),
-        };
-        if field.is_empty() { error.to_string() } else { format!("{field}: {error}") }
     })
 }

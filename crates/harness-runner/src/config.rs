@@ -180,33 +180,16 @@ pub fn read_capability(input: &mut impl BufRead) -> Result<Capability, RunError>
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError> {
     let text = crate::files::read_capped(path, crate::files::MAX_READ)?
         .ok_or_else(|| RunError::invalid(path, "is missing"))?;
-    let mut json = serde_json::Deserializer::from_slice(&text);
-    let value: T = serde_path_to_error::deserialize(&mut json).map_err(|error| {
-        let field = error.path().to_string();
-        let source = error.into_inner();
-        let field = match (field.as_str(), source.classify()) {
-            (".", _)
-            | (_, serde_json::error::Category::Syntax | serde_json::error::Category::Eof) => {
-                String::new()
-            }
-            _ => format!("{field}: "),
-        };
-        RunError::Json { path: path.to_owned(), field, source }
-    })?;
-    // As serde_json::from_slice: nothing but whitespace may follow the value.
-    json.end().map_err(|source| RunError::Json {
-        path: path.to_owned(),
-        field: String::new(),
-        source,
-    })?;
-    Ok(value)
+    harness_tools::json::from_slice(&text)
+        .map_err(|source| RunError::Json { path: path.to_owned(), source })
 }
 
 /// Reads `RUN/run.json` and checks it as the runner does before it opens the bundle: the run
 /// directory made absolute (the adapter runs in the workspace, where a relative path would name
-/// nothing) and UTF-8 (the paths joined to it are text in JSON and the CLI's environment), every field parsed (an error names it), the paths
-/// absolute, the workspace a directory, the limits above 0, the session files plain relative
-/// paths, `stateDir` outside the run directory and the workspace, Landlock there if required.
+/// nothing) and UTF-8 (the paths joined to it are text in JSON and the CLI's environment), every
+/// field parsed (an error names it), the paths absolute, the workspace a directory, the limits
+/// above 0, the session files plain relative paths, `stateDir` outside the run directory and the
+/// workspace, Landlock there if required.
 /// Returns the run directory as used and the file. `harness doctor --run` checks with this.
 pub fn read_run_file(dir: &Path) -> Result<(Utf8PathBuf, RunFile), RunError> {
     let dir = &std::path::absolute(dir).map_err(RunError::io("make absolute", dir))?;
@@ -273,9 +256,8 @@ pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
     seal.check_cli_version(file.cli.as_std_path(), &cli_version(file.cli.as_std_path(), env)?)
         .map_err(sealed)?;
     let manifest_json = bundle.join("manifest.json");
-    let manifest: Manifest = serde_json::from_slice(seal.manifest_bytes()).map_err(|source| {
-        RunError::Json { path: manifest_json.into(), field: String::new(), source }
-    })?;
+    let manifest: Manifest = harness_tools::json::from_slice(seal.manifest_bytes())
+        .map_err(|source| RunError::Json { path: manifest_json.into(), source })?;
     let tools_json = bundle.join("tools.json");
     let tools = harness_tools::ToolsFile::load(tools_json.as_std_path())
         .map_err(|error| RunError::invalid(&tools_json, error.to_string()))?;

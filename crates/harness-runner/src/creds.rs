@@ -67,11 +67,8 @@ pub(crate) fn check(env: &Environment, policy: &[u8], policy_path: &Path) -> Res
     if let Some(name) = FOUNDER_ENV.iter().find(|name| env.is_set(name)) {
         return Err(RunError::FounderCredential { variable: (*name).to_owned() });
     }
-    let policy: Policy = serde_json::from_slice(policy).map_err(|source| RunError::Json {
-        path: policy_path.to_owned(),
-        field: String::new(),
-        source,
-    })?;
+    let policy: Policy = harness_tools::json::from_slice(policy)
+        .map_err(|source| RunError::Json { path: policy_path.to_owned(), source })?;
     for service in &policy.services {
         let usable = policy
             .credentials

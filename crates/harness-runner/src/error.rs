@@ -28,16 +28,13 @@ pub enum RunError {
         reason: String,
     },
     /// A JSON file of the run does not parse (exit 2).
-    #[error("bad run directory or stdin: {} is not valid: {field}{source}", path.display())]
+    #[error("bad run directory or stdin: {} is not valid: {source}", path.display())]
     Json {
         /// The file.
         path: PathBuf,
-        /// The field the error is in, with `: ` after it (`turnTimeout: `), or empty when the
-        /// error is about the text (syntax, an early end) or the whole value.
-        field: String,
-        /// The error.
+        /// The error, naming the field it is in (`turnTimeout: invalid type: ...`).
         #[source]
-        source: serde_json::Error,
+        source: harness_tools::json::JsonError,
     },
     /// stdin is not `{"cap": "..."}` and a newline (exit 2). The reason never holds the line.
     #[error("bad run directory or stdin: {0}")]

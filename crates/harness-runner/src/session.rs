@@ -646,8 +646,8 @@ impl<'a> Session<'a> {
                 after = Some(id.to_owned());
                 continue;
             }
-            let parsed = serde_path_to_error::deserialize::<_, Message>(message.clone())
-                .map_err(field_error)
+            let parsed = harness_tools::json::from_value::<Message>(message.clone(), "")
+                .map_err(|error| error.to_string())
                 .and_then(|parsed| match (parsed.id.is_empty(), parsed.from.is_empty()) {
                     (true, _) => Err("id: empty".to_owned()),
                     (_, true) => Err("from: empty".to_owned()),
@@ -965,22 +965,11 @@ fn save_state(run: &Run, state: &RunnerState) -> Result<(), RunError> {
     let fresh = dir.join(format!("{STATE_FILE}.{}", std::process::id()));
     let bytes = serde_json::to_vec(state).map_err(|source| RunError::Json {
         path: path.clone(),
-        field: String::new(),
-        source,
+        source: harness_tools::json::JsonError { field: None, source },
     })?;
     let _ = std::fs::remove_file(&fresh);
     write_private(&fresh, &bytes)?;
     std::fs::rename(&fresh, &path).map_err(RunError::io("replace", &path))
-}
-
-/// A message's parse error naming its field (`id: invalid type: integer `42`, expected a
-/// string`); a missing field names itself.
-fn field_error(error: serde_path_to_error::Error<serde_json::Error>) -> String {
-    let field = error.path().to_string();
-    match field.as_str() {
-        "." => error.into_inner().to_string(),
-        _ => format!("{field}: {}", error.into_inner()),
-    }
 }
 
 /// The most of a broker's text a log line or a malformed message's RESULT repeats.

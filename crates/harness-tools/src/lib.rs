@@ -16,6 +16,7 @@
 
 mod args;
 mod catalogue;
+pub mod json;
 mod reply;
 mod resolved;
 mod tools_file;

@@ -142,8 +142,7 @@ fn a_missing_binary_a_missing_asset_and_a_binary_not_executable_fail_naming_each
     assert!(lines.iter().any(|line| line == "ok file bin/harness-runner"), "{context}");
     assert!(!lines.iter().any(|line| line.contains("version bin/harness-mcp")), "{context}");
     let whole = format!(
-        "FAIL install prefix: {} is not a harness install prefix: 2 of the ",
-        prefix.display()
+        "FAIL install prefix: install-invalid: {prefix:?} is not a harness install prefix: 2 of the "
     );
     assert!(lines.iter().any(|line| line.starts_with(&whole)), "{context}");
 }
@@ -161,8 +160,8 @@ fn a_directory_that_is_no_install_is_named_as_such() {
     let lines = stdout_lines(&output);
     let all = InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap()).files().len();
     let expected = format!(
-        "FAIL install prefix: {} is not a harness install prefix: {all} of the {all} files an install holds are missing; `cargo xtask dist --prefix {}` installs one",
-        prefix.display(),
+        "FAIL install prefix: install-invalid: {prefix:?} is not a harness install prefix: {all} of the {all} files an install holds are missing ({:?} first); `cargo xtask dist --prefix {}` installs one",
+        prefix.join("bin/harness-gate"),
         prefix.display()
     );
     assert_eq!(lines.first(), Some(&expected), "{context}");
