@@ -18,9 +18,13 @@ pub struct MessageReadResult {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
-    /// Its id; `message.read {"after": id}` marks it read.
+    /// Its id, not empty; `message.read {"after": id}` marks it read.
+    #[serde(deserialize_with = "non_empty")]
+    #[schemars(length(min = 1))]
     pub id: String,
-    /// The sender, who gets the RESULT.
+    /// The sender, who gets the RESULT; not empty.
+    #[serde(deserialize_with = "non_empty")]
+    #[schemars(length(min = 1))]
     pub from: String,
     /// `message`, or `result` for an incoming RESULT, which never gets an automatic reply.
     pub kind: MessageKind,
@@ -28,6 +32,15 @@ pub struct Message {
     pub sent_at: String,
     /// Its text.
     pub text: String,
+}
+
+/// A string that is not empty: an empty id cannot be marked read, an empty sender answered.
+fn non_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    if text.is_empty() {
+        return Err(serde::de::Error::custom("empty"));
+    }
+    Ok(text)
 }
 
 /// What a message is.

@@ -647,12 +647,7 @@ impl<'a> Session<'a> {
                 continue;
             }
             let parsed = harness_tools::json::from_value::<Message>(message.clone(), "")
-                .map_err(|error| error.to_string())
-                .and_then(|parsed| match (parsed.id.is_empty(), parsed.from.is_empty()) {
-                    (true, _) => Err("id: empty".to_owned()),
-                    (_, true) => Err("from: empty".to_owned()),
-                    _ => Ok(parsed),
-                });
+                .map_err(|error| error.to_string());
             let message: Message = match parsed {
                 Ok(message) => message,
                 Err(reason) => match self.malformed(&message, &digest, &reason, &notes) {

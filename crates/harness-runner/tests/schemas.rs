@@ -268,6 +268,16 @@ fn the_schemas_refuse_what_the_types_refuse() {
             message(json!({"id": "7", "from": "a", "kind": "message", "text": "x"})),
             false,
         ),
+        (
+            "message-read-result.json",
+            message(json!({"id": "", "from": "a", "kind": "message", "sentAt": "t", "text": "x"})),
+            false,
+        ),
+        (
+            "message-read-result.json",
+            message(json!({"id": "7", "from": "", "kind": "message", "sentAt": "t", "text": "x"})),
+            false,
+        ),
         ("state-result.json", json!({"launch": {}}), false),
         ("tool-reply.json", json!({"ok": false, "error": "nope", "text": "x"}), false),
         ("tool-request.json", json!({"tool": "list_tasks", "args": {}, "cap": "c"}), false),
