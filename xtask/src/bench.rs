@@ -46,10 +46,6 @@ const BENCHES: [(&str, &str, &str); 8] = [
     ("load", "harness-runner-cli", "load"),
 ];
 
-/// The binaries' packages, built first: the runner's benches find the others beside harness-runner.
-const BINARIES: [&str; 4] =
-    ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli", "harness-runner-cli"];
-
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     let (mut runs, mut only) = (None, None);
@@ -74,7 +70,8 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     eprintln!(
         "bench: building the release binaries; each bench target builds what it measures ..."
     );
-    cargo.build_binaries(&BINARIES, true)?;
+    // The install's binaries, built first: the runner's benches find the others beside it.
+    cargo.build_install_binaries(true)?;
 
     let criterion = tempfile::Builder::new().prefix("harness-criterion-").tempdir()?;
     let (mut rows, mut sections) = (Vec::new(), Vec::new());

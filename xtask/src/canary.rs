@@ -20,7 +20,6 @@ const DEFAULT_CALLS: usize = 5000;
 /// The CI slice: a few hundred calls per CLI, from a fixed seed, so a failure replays exactly.
 const CI_CALLS: usize = 300;
 const CI_SEED: u64 = 11;
-const PACKAGES: [&str; 3] = ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli"];
 const USAGE: &str = "usage: cargo xtask fuzz-cli [--calls N] [--seed S] [--cli pi|claude]";
 
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
@@ -53,7 +52,7 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
             .map_or(0, |since| since.as_nanos() as u64)
     });
     setup::run(root)?;
-    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, false)?;
+    let bin_dir = Cargo::locate(root)?.build_install_binaries(false)?;
     eprintln!(
         "fuzz-cli: seed {seed}, {calls} calls per CLI (replay: cargo xtask fuzz-cli --seed {seed} \
          --calls {calls})"

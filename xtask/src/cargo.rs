@@ -49,7 +49,7 @@ impl Cargo {
 
     /// Builds the binaries of `packages` (`cargo build --release` with `release`, else the dev
     /// profile) and returns the directory that holds them, in the target directory.
-    pub(crate) fn build_binaries(&self, packages: &[&str], release: bool) -> Result<PathBuf> {
+    fn build_binaries(&self, packages: &[&str], release: bool) -> Result<PathBuf> {
         let mut cmd = self.command(&["build", "--bins"]);
         if release {
             cmd.arg("--release");
@@ -59,6 +59,14 @@ impl Cargo {
         }
         process::run_visible(&mut cmd)?;
         Ok(self.bin_dir(release))
+    }
+
+    /// Builds every binary an install holds ([`harness_adapters::INSTALL_BINARIES`], the one list)
+    /// and returns the directory that holds them: the demo, the canary, `dist` and the benchmarks
+    /// all build through here, so none can leave a binary of the layout out.
+    pub(crate) fn build_install_binaries(&self, release: bool) -> Result<PathBuf> {
+        let packages = harness_adapters::INSTALL_BINARIES.map(|(_, package)| package);
+        self.build_binaries(&packages, release)
     }
 
     /// Returns the directory of the release or the dev profile's binaries.

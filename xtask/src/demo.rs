@@ -14,8 +14,6 @@ use crate::cargo::Cargo;
 use crate::setup;
 
 const LIMIT: Duration = Duration::from_secs(240);
-const PACKAGES: [&str; 4] =
-    ["harness-gate-cli", "harness-mcp-cli", "harness-unslop-cli", "harness-runner-cli"];
 
 const USAGE: &str = "usage: cargo xtask demo [--endpoint URL --model MODEL]  (with --endpoint, \
                      ANTHROPIC_API_KEY must hold the endpoint's key)";
@@ -37,8 +35,8 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
         _ => bail!("{USAGE}"),
     };
     setup::run(root)?;
-    eprintln!("demo: building harness-gate, harness-mcp, harness-unslop and harness-runner ...");
-    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, false)?;
+    eprintln!("demo: building the install's binaries ...");
+    let bin_dir = Cargo::locate(root)?.build_install_binaries(false)?;
     println!(
         "\nharness demo: one whole session for each real agent CLI, through harness-runner.\n\
          The host's broker and the model are scripted, on this machine only: no API key, no network.\n\

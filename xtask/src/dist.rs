@@ -18,15 +18,6 @@ use harness_adapters::InstallLayout;
 use crate::cargo::Cargo;
 use crate::{process, setup};
 
-/// The packages whose binaries the layout holds.
-const PACKAGES: [&str; 5] = [
-    "harness-gate-cli",
-    "harness-mcp-cli",
-    "harness-unslop-cli",
-    "harness-runner-cli",
-    "harness-cli",
-];
-
 pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     let prefix = match args {
         ["--prefix", prefix] => Utf8Path::new(prefix),
@@ -36,7 +27,7 @@ pub(crate) fn run(root: &Path, args: &[&str]) -> Result<()> {
     let prefix = camino::absolute_utf8(prefix)
         .with_context(|| format!("--prefix {prefix:?} cannot be made an absolute UTF-8 path"))?;
     eprintln!("dist: building the release binaries ...");
-    let bin_dir = Cargo::locate(root)?.build_binaries(&PACKAGES, true)?;
+    let bin_dir = Cargo::locate(root)?.build_install_binaries(true)?;
     eprintln!("dist: installing from {}", bin_dir.display());
     let utf8 = |path: &Path| {
         Utf8PathBuf::try_from(path.to_path_buf()).map_err(|_| anyhow!("{path:?} is not UTF-8"))

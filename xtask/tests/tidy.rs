@@ -44,3 +44,25 @@ fn only_cargo_rs_finds_cargo_or_the_target_dir() {
         }
     }
 }
+
+/// `.ci/run` runs exactly the README's set-up commands, in the README's order: the main job first,
+/// so that a fresh clone's first command cannot fail unseen behind the tests.
+#[test]
+fn ci_runs_the_readme_commands_in_order() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let block = readme.split_once("```sh\n").unwrap().1.split_once("```").unwrap().0;
+    let readme_commands: Vec<&str> = block
+        .lines()
+        .filter(|line| line.starts_with("cargo "))
+        .map(|line| line.split_once('#').map_or(line, |(command, _)| command).trim())
+        .collect();
+    assert_eq!(readme_commands, ["cargo xtask demo", "cargo xtask ci"]);
+    let script = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let ci_commands: Vec<&str> = script
+        .lines()
+        .map(|line| line.trim().trim_start_matches("exec ").trim())
+        .filter(|line| line.starts_with("cargo "))
+        .collect();
+    assert_eq!(ci_commands, readme_commands, ".ci/run and the README's commands differ");
+}

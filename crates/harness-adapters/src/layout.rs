@@ -5,6 +5,17 @@ use camino::{Utf8Path, Utf8PathBuf};
 /// The adapter scripts in the layout's `adapters` directory, one per harness.
 const ADAPTER_SCRIPTS: [&str; 2] = ["pi.sh", "claude-code.sh"];
 
+/// Every binary an install holds, as (binary name, the workspace package that builds it), in the
+/// order of [`InstallLayout::files`]: the one list every build of the install's binaries (the demo,
+/// the canary, `dist`, the benchmarks) is made from, so no build can leave one out.
+pub const INSTALL_BINARIES: [(&str, &str); 5] = [
+    ("harness-gate", "harness-gate-cli"),
+    ("harness-mcp", "harness-mcp-cli"),
+    ("harness-unslop", "harness-unslop-cli"),
+    ("harness-runner", "harness-runner-cli"),
+    ("harness", "harness-cli"),
+];
+
 /// The install layout (`cargo xtask dist --prefix PREFIX`):
 ///
 /// ```text
@@ -40,16 +51,33 @@ impl InstallLayout {
     /// The layout under an install prefix.
     pub fn under(prefix: &Utf8Path) -> Self {
         let share = prefix.join("share/harness");
+        Self::with_binaries(
+            &prefix.join("bin"),
+            &share.join("pi"),
+            share.join("adapters"),
+            share.join("unslop/lists.json"),
+        )
+    }
+
+    /// The binaries of [`INSTALL_BINARIES`] in `bin_dir`, the Pi extensions in `pi`.
+    fn with_binaries(
+        bin_dir: &Utf8Path,
+        pi: &Utf8Path,
+        adapters: Utf8PathBuf,
+        unslop_lists: Utf8PathBuf,
+    ) -> Self {
+        let [gate, mcp, unslop, runner, harness] =
+            INSTALL_BINARIES.map(|(binary, _)| bin_dir.join(binary));
         Self {
-            gate: prefix.join("bin/harness-gate"),
-            mcp: prefix.join("bin/harness-mcp"),
-            unslop: prefix.join("bin/harness-unslop"),
-            runner: prefix.join("bin/harness-runner"),
-            harness: prefix.join("bin/harness"),
-            pi_extension: share.join("pi/extension.mjs"),
-            pi_unslop_extension: share.join("pi/unslop-extension.mjs"),
-            adapters: share.join("adapters"),
-            unslop_lists: share.join("unslop/lists.json"),
+            gate,
+            mcp,
+            unslop,
+            runner,
+            harness,
+            pi_extension: pi.join("extension.mjs"),
+            pi_unslop_extension: pi.join("unslop-extension.mjs"),
+            adapters,
+            unslop_lists,
         }
     }
 
@@ -110,16 +138,11 @@ impl InstallLayout {
     /// the sources. For tests and the demo, which run without `cargo xtask dist`.
     pub fn from_checkout(workspace: &Utf8Path, bin_dir: &Utf8Path) -> Self {
         let assets = workspace.join("crates/harness-adapters/assets");
-        Self {
-            gate: bin_dir.join("harness-gate"),
-            mcp: bin_dir.join("harness-mcp"),
-            unslop: bin_dir.join("harness-unslop"),
-            runner: bin_dir.join("harness-runner"),
-            harness: bin_dir.join("harness"),
-            pi_extension: assets.join("pi/extension.mjs"),
-            pi_unslop_extension: assets.join("pi/unslop-extension.mjs"),
-            adapters: assets.join("adapters"),
-            unslop_lists: workspace.join("crates/harness-unslop/assets/lists.json"),
-        }
+        Self::with_binaries(
+            bin_dir,
+            &assets.join("pi"),
+            assets.join("adapters"),
+            workspace.join("crates/harness-unslop/assets/lists.json"),
+        )
     }
 }
