@@ -9,7 +9,7 @@ use std::time::Duration;
 use camino::Utf8Path;
 use harness_adapters::InstallLayout;
 use harness_bus::{Broker as _, BrokerConfig, BrokerError, Capability, UnixBroker};
-use harness_runner::{MessageReadResult, StateResult};
+use harness_bus::{MessageReadResult, StateResult};
 use harness_tools::Verb;
 use rustix::fs::Access;
 use serde_json::json;

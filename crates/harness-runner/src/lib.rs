@@ -16,6 +16,7 @@ mod files;
 mod git;
 mod git_safety;
 mod lock;
+mod machine;
 mod request;
 mod session;
 mod supervise;
@@ -29,12 +30,8 @@ pub use env::Environment;
 pub use error::{Refusal, RunError};
 pub use git::MAX_BUNDLE_BYTES;
 pub use lock::LOCK_FILE;
-pub use request::{
-    LaunchState, Message, MessageKind, MessageReadResult, OpenTask, OpenTasks, StateResult,
-};
-pub use session::{
-    LANDING_SENDER, RunnerConfig, Stopped, harden_process, install_stop_handlers, run,
-};
+pub use machine::LANDING_SENDER;
+pub use session::{RunnerConfig, Stopped, harden_process, install_stop_handlers, run};
 pub use supervise::{become_subreaper, sweep_descendants};
 pub use test_hooks::panic_for_test;
 pub use version::{VERSION_TIMEOUT, VersionError, program_version};

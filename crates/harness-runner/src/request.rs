@@ -1,103 +1,10 @@
 //! The request a turn gets: the state block, the message header, the message.
 
-use serde::Deserialize;
+use harness_bus::{Message, MessageKind, OpenTask, StateResult};
 
-// The runner reads `message` as JSON first (a malformed one is answered or skipped by its id),
-// then as a `Message`; `MessageReadResult` is the shape a broker must send, and the source of
-// docs/schemas/message-read-result.json.
-/// `message.read`'s result: the next unread message, or none. Other keys are ignored.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[schemars(title = "message.read result")]
-pub struct MessageReadResult {
-    /// The next unread message; null or absent when there is none.
-    #[serde(default)]
-    pub message: Option<Message>,
-}
-
-/// One message from the bus, as `message.read` returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Message {
-    /// Its id, not empty; `message.read {"after": id}` marks it read.
-    #[serde(deserialize_with = "non_empty")]
-    #[schemars(length(min = 1))]
-    pub id: String,
-    /// The sender, who gets the RESULT; not empty.
-    #[serde(deserialize_with = "non_empty")]
-    #[schemars(length(min = 1))]
-    pub from: String,
-    /// `message`, or `result` for an incoming RESULT, which never gets an automatic reply.
-    pub kind: MessageKind,
-    /// When it was sent (RFC 3339), as the broker says.
-    pub sent_at: String,
-    /// Its text.
-    pub text: String,
-}
-
-/// A string that is not empty: an empty id cannot be marked read, an empty sender answered.
-fn non_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    if text.is_empty() {
-        return Err(serde::de::Error::custom("empty"));
-    }
-    Ok(text)
-}
-
-/// What a message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum MessageKind {
-    /// A message that gets a RESULT.
-    Message,
-    /// A RESULT of someone else's turn (or of a landing).
-    Result,
-}
-
-/// The `state` verb's result, which the runner renders as the state block before each turn.
-/// Other keys are ignored; a result without these is `malformed-state` and the turn fails.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[schemars(title = "state result")]
-pub struct StateResult {
-    /// The launch's state.
-    pub launch: LaunchState,
-    /// The role's open tasks.
-    pub tasks: OpenTasks,
-}
-
-/// The launch's state in the `state` result.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-pub struct LaunchState {
-    /// The state (`running`, ...).
-    pub state: String,
-    /// When it was set (RFC 3339).
-    pub at: String,
-    /// The event that set it.
-    pub event: String,
-}
-
-/// The open tasks in the `state` result.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-pub struct OpenTasks {
-    /// Open tasks, at most the `cap` the runner asked for.
-    pub open: Vec<OpenTask>,
-    /// How many are open in all.
-    pub total: u64,
-}
-
-/// One open task.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-pub struct OpenTask {
-    /// Its reference (`web-12`).
-    #[serde(rename = "ref")]
-    pub task_ref: String,
-    /// Its title.
-    pub title: String,
-}
-
-/// Renders the state block from the `state` verb's result, or `None` when the result is not the
-/// shape docs/protocol.md gives it.
-pub(crate) fn state_block(result: &serde_json::Value, read_at: &str, cap: u32) -> Option<String> {
-    let state: StateResult = serde_json::from_value(result.clone()).ok()?;
+/// Renders the state block from the `state` verb's result: at most `cap` open tasks, with the
+/// total.
+pub(crate) fn state_block(state: &StateResult, read_at: &str, cap: u32) -> String {
     let mut out = format!("Current state, read at {read_at}:\n");
     out.push_str(&format!(
         "- Launch: {} (set at {} by event {})\n",
@@ -116,7 +23,7 @@ pub(crate) fn state_block(result: &serde_json::Value, read_at: &str, cap: u32) -
         }
     }
     out.push_str("This block is the truth over any older message.\n");
-    Some(out)
+    out
 }
 
 /// The header before the message text.
@@ -164,11 +71,11 @@ mod tests {
             "launch": {"state": "running", "at": "2026-11-30T03:00:00Z", "event": "ev-12"},
             "tasks": {"open": [{"ref": "web-1", "title": "One"}, {"ref": "web-2", "title": "Two\nlines"}], "total": 9}
         });
-        let block = state_block(&result, "2026-11-30T03:41:00Z", 1).unwrap();
+        let result: StateResult = serde_json::from_value(result).unwrap();
+        let block = state_block(&result, "2026-11-30T03:41:00Z", 1);
         assert_eq!(
             block,
             "Current state, read at 2026-11-30T03:41:00Z:\n- Launch: running (set at 2026-11-30T03:00:00Z by event ev-12)\n- Open tasks: 9 in all, 1 listed:\n  - web-1: One\nThis block is the truth over any older message.\n"
         );
-        assert!(state_block(&serde_json::json!({"launch": {}}), "t", 5).is_none());
     }
 }

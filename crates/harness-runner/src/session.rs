@@ -7,20 +7,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use harness_bus::{
-    Backends, Broker, BrokerConfig, BrokerError, Capability, NotAvailable, RefusalCode, ToolSocket,
-    ToolSocketConfig, UnixBroker,
+    Backends, Broker, BrokerConfig, BrokerError, Capability, Message, NotAvailable, SessionClient,
+    ToolSocket, ToolSocketConfig, UnixBroker,
 };
-use harness_tools::Verb;
-use harness_unslop::{NotesCursor, ResultNotes};
+use harness_contract::RunDir;
+use harness_unslop::{NotesCursor, OutgoingResult, ResultNotes};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::config::{Run, load_run, read_capability};
 use crate::env::Environment;
 use crate::error::RunError;
 use crate::files::{MAX_READ, read_capped, write_private};
 use crate::git::{GitTools, LaunchTool};
-use crate::request::{self, Message, MessageKind};
+use crate::machine::{Effect, Event, HANDLED_KEPT, Handled, Machine, Op, Pending};
+use crate::request;
 use crate::supervise::{become_subreaper, sweep_descendants};
 use crate::turn::{TurnContext, TurnFiles, TurnOutcome, run_turn};
 
@@ -30,8 +30,6 @@ const BROKER_TIMEOUT: Duration = Duration::from_secs(10);
 const STOPPING_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a typed tool's broker request may take: the tool socket's limit (spec, Limits).
 const TOOL_BROKER_TIMEOUT: Duration = Duration::from_secs(150);
-/// How many handled message ids the runner state keeps.
-const HANDLED_KEPT: usize = 256;
 
 /// What the binary hands the runner.
 #[derive(Debug)]
@@ -226,19 +224,6 @@ fn next_turn(run: &Run) -> u32 {
         + 1
 }
 
-/// The sender of a landing's outcome: once its RESULT arrives, land_work may start another.
-pub const LANDING_SENDER: &str = "landing";
-
-/// Refusal codes that mean the capability or the claim stopped working (exit 22).
-const SESSION_INVALID: &[&str] = &[
-    "capability-invalid",
-    "capability-expired",
-    "claim-revoked",
-    "run-ended",
-    "session-invalid",
-    "not-claimed",
-];
-
 /// The runner's own state, kept in its state directory (run.json `stateDir`, by default
 /// `RUN/state/`) across a restart on the same run directory.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -246,40 +231,23 @@ const SESSION_INVALID: &[&str] = &[
 struct RunnerState {
     /// The last messages this run directory's runners answered (their RESULT delivered or kept)
     /// or otherwise handled, newest last: a restarted runner marks such a message read again
-    /// and never answers it twice.
+    /// and never answers it twice. A message counts as handled only if its id and its digest
+    /// both match, so whoever can write the state file (a session with bash while confinement is
+    /// off and the state directory is the default) cannot make the runner skip a message it has
+    /// not seen whole: at worst it makes the runner answer one twice.
     handled: VecDeque<Handled>,
     /// Where the unslop note stands.
     #[serde(default)]
     notes: Option<NotesCursor>,
 }
 
-/// One handled message: its id and the digest of what it said. A message counts as handled
-/// only if both match, so whoever can write the state file (a session with bash while
-/// confinement is off and the state directory is the default) cannot make the runner skip a
-/// message it has not seen whole: at worst it makes the runner answer one twice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Handled {
-    id: String,
-    digest: String,
-}
-
-/// The SHA-256 of the message's `id`, `from`, `kind`, `sentAt` and `text` as the broker sent
-/// them (any JSON, a malformed message's too), in hex.
-fn message_digest(message: &Value) -> String {
-    use sha2::Digest;
-    let fields = ["id", "from", "kind", "sentAt", "text"]
-        .map(|key| message.get(key).cloned().unwrap_or(Value::Null));
-    let digest = sha2::Sha256::digest(Value::from(fields.to_vec()).to_string().as_bytes());
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 /// The state file in the state directory.
 const STATE_FILE: &str = "runner-state.json";
 
 /// The outcome of a broker call the runner makes, a stop included.
-enum Call {
+enum Call<T> {
     /// The broker answered.
-    Done(Result<Value, BrokerError>),
+    Done(T),
     /// A stop came first; the call may still be under way, and its answer is dropped.
     Stopped,
 }
@@ -287,9 +255,9 @@ enum Call {
 struct Session<'a> {
     run: &'a Run,
     cap: Capability,
-    broker: Arc<dyn Broker>,
+    client: SessionClient,
     /// The same broker with a short timeout, for the calls after a stop.
-    leaving: Arc<dyn Broker>,
+    leaving: SessionClient,
     config: &'a RunnerConfig,
     /// True once the role is claimed, or a `role.claim` reached the broker and got no answer
     /// (the broker may have taken it): either way the run ends with `role.release`.
@@ -298,24 +266,14 @@ struct Session<'a> {
     state: RunnerState,
 }
 
-/// A reply that must reach its sender before the message is marked read.
-struct Pending {
-    id: String,
-    /// The digest of the message it answers.
-    digest: String,
-    from: String,
-    result: harness_unslop::OutgoingResult,
-    /// The turn it answers, for `turns/NNNN.unsent`; none for a malformed message.
-    turn: Option<u32>,
-}
-
 impl<'a> Session<'a> {
     fn new(run: &'a Run, cap: Capability, config: &'a RunnerConfig) -> Self {
-        let broker = |timeout| -> Arc<dyn Broker> {
-            Arc::new(UnixBroker::new(BrokerConfig {
+        let client = |timeout| {
+            let broker: Arc<dyn Broker> = Arc::new(UnixBroker::new(BrokerConfig {
                 socket: run.file.broker.clone().into(),
                 timeout,
-            }))
+            }));
+            SessionClient::new(broker, cap.clone())
         };
         let git = run.file.git_socket.as_ref().map(|socket| {
             Arc::new(GitTools::new(
@@ -330,9 +288,9 @@ impl<'a> Session<'a> {
         let state = load_state(run);
         Self {
             run,
+            client: client(BROKER_TIMEOUT),
+            leaving: client(STOPPING_TIMEOUT),
             cap,
-            broker: broker(BROKER_TIMEOUT),
-            leaving: broker(STOPPING_TIMEOUT),
             config,
             claimed: false,
             git,
@@ -342,6 +300,11 @@ impl<'a> Session<'a> {
 
     fn stopped(&self) -> bool {
         self.config.stop.load(Ordering::SeqCst)
+    }
+
+    /// The client for the next call: the short timeout once a stop came.
+    fn client(&self) -> &SessionClient {
+        if self.stopped() { &self.leaving } else { &self.client }
     }
 
     /// Sleeps `pause` in small steps; returns true if and only if a stop came meanwhile.
@@ -361,18 +324,22 @@ impl<'a> Session<'a> {
     /// One broker call that a stop signal interrupts: it runs on a thread of its own and the
     /// runner stops waiting for it as soon as the stop comes. After the stop, calls go out with
     /// the short timeout.
-    fn call(&self, verb: Verb, args: &Value) -> Call {
+    fn call<T: Send + 'static>(
+        &self,
+        call: impl Fn(&SessionClient) -> T + Send + Sync + 'static,
+    ) -> Call<T> {
         if self.stopped() {
-            return Call::Done(self.leaving.call(&self.cap, verb, args));
+            return Call::Done(call(&self.leaving));
         }
         let (sender, receiver) = std::sync::mpsc::channel();
-        let (broker, cap, owned) = (self.broker.clone(), self.cap.clone(), args.clone());
+        let (client, call) = (self.client.clone(), Arc::new(call));
+        let on_thread = call.clone();
         let spawned = std::thread::Builder::new().name("broker-call".into()).spawn(move || {
-            let _ = sender.send(broker.call(&cap, verb, &owned));
+            let _ = sender.send(on_thread(&client));
         });
         if spawned.is_err() {
             // No thread to spare: the call is made here, and a stop waits for its timeout.
-            return Call::Done(self.broker.call(&self.cap, verb, args));
+            return Call::Done(call(&self.client));
         }
         loop {
             match receiver.recv_timeout(Duration::from_millis(20)) {
@@ -381,12 +348,9 @@ impl<'a> Session<'a> {
                     return Call::Stopped;
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Call::Done(Err(BrokerError::Protocol {
-                        verb,
-                        detail: "the call's thread ended without an answer".to_owned(),
-                    }));
-                }
+                // The thread ended without an answer (it panicked): as a stop would, the loop
+                // ends keeping what it owes.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Call::Stopped,
             }
         }
     }
@@ -394,18 +358,18 @@ impl<'a> Session<'a> {
     /// `role.claim`, retried while the broker does not answer; false if a stop came first.
     /// A claim in flight when the stop comes may have been taken: it is released.
     fn claim(&mut self) -> Result<bool, RunError> {
-        let args = json!({"run": self.run.manifest.run});
         let tries = self.run.file.broker_retries;
         for attempt in 1..=tries {
             if self.stopped() {
                 return Ok(false);
             }
-            match self.call(Verb::RoleClaim, &args) {
+            let run = self.run.manifest.run.clone();
+            match self.call(move |client| client.claim(&run)) {
                 Call::Stopped => {
                     self.claimed = true;
                     return Ok(false);
                 }
-                Call::Done(Ok(_)) => {
+                Call::Done(Ok(())) => {
                     self.claimed = true;
                     tracing::info!(run = %self.run.manifest.run, attempt, "role claimed");
                     return Ok(true);
@@ -440,9 +404,8 @@ impl<'a> Session<'a> {
     fn release(&mut self) {
         if self.claimed {
             self.claimed = false;
-            let broker = if self.stopped() { &self.leaving } else { &self.broker };
-            match broker.call(&self.cap, Verb::RoleRelease, &json!({})) {
-                Ok(_) => tracing::info!("role released"),
+            match self.client().release() {
+                Ok(()) => tracing::info!("role released"),
                 Err(error) => tracing::warn!("role.release failed: {error}"),
             }
         }
@@ -467,7 +430,7 @@ impl<'a> Session<'a> {
             timeout: TOOL_BROKER_TIMEOUT,
         }));
         let backends = Backends { broker, launch, git };
-        let path = self.run.dir.join("tools.sock");
+        let path = RunDir::new(&self.run.dir).tools_sock();
         ToolSocket::bind(ToolSocketConfig {
             path: path.clone(),
             tools: self.run.tools.clone(),
@@ -489,272 +452,100 @@ impl<'a> Session<'a> {
 
     /// Saves the runner state; a state that cannot be saved is said on stderr (the run goes
     /// on: what is lost is the guard against answering twice after a restart).
-    fn save_state(&self, notes: &ResultNotes) {
-        let mut state = RunnerState { handled: self.state.handled.clone(), notes: None };
-        state.notes = Some(notes.cursor());
+    fn save_state(&self, machine: &Machine<OutgoingResult>, notes: &ResultNotes) {
+        let state = RunnerState { handled: machine.handled().clone(), notes: Some(notes.cursor()) };
         if let Err(error) = save_state(self.run, &state) {
             tracing::warn!("the runner state could not be saved: {error}");
         }
     }
 
-    /// True if and only if this message (its id and its digest) is answered already.
-    fn is_handled(&self, id: &str, digest: &str) -> bool {
-        self.state.handled.iter().any(|known| known.id == id && known.digest == digest)
-    }
-
-    /// Records that message `id` is answered or otherwise done with.
-    fn handled(&mut self, id: &str, digest: &str, notes: &ResultNotes) {
-        if !self.is_handled(id, digest) {
-            self.state.handled.push_back(Handled { id: id.to_owned(), digest: digest.to_owned() });
-        }
-        while self.state.handled.len() > HANDLED_KEPT {
-            self.state.handled.pop_front();
-        }
-        self.save_state(notes);
-    }
-
+    /// The turn loop: the state machine of `machine.rs`, with this shell doing what it asks.
     fn turns(&mut self) -> Result<(), RunError> {
         let session_id = session_id(self.run)?;
-        let log = self.run.dir.join("unslop.jsonl");
+        let log = RunDir::new(&self.run.dir).unslop_log();
         let mut notes = match self.state.notes.take() {
             Some(kept) => ResultNotes::resume(log, kept),
             None => ResultNotes::new(log),
         };
-        // The message to mark read with the next `message.read`.
-        let mut after: Option<String> = None;
-        let mut pending: Option<Pending> = None;
-        let mut failures = 0u32;
-        let result = loop {
-            if self.stopped() {
-                tracing::info!("stop signal received; stopping");
-                if let Some(reply) = pending.take() {
-                    // Stopped while the broker had not taken it: the message stays unread (the
-                    // next runner answers it again) and this RESULT is kept, not dropped.
-                    self.keep_unsent(&reply, "the runner was stopped before the broker took it");
-                }
-                break Ok(());
+        let handled = std::mem::take(&mut self.state.handled);
+        let file = &self.run.file;
+        let mut machine = Machine::new(file.broker_retries, file.state_cap, handled);
+        let mut event = Event::Ready;
+        loop {
+            let step = machine.step(event);
+            for effect in step.effects {
+                self.apply(effect, &machine, &mut notes);
             }
-            if let Some(reply) = pending.take() {
-                match self.send(&reply) {
-                    Ok(()) => {
-                        tracing::info!(
-                            message_id = %reply.id,
-                            to = %reply.from,
-                            turn = reply.turn,
-                            chars = reply.result.text().chars().count(),
-                            "RESULT sent"
-                        );
-                        notes.sent(&reply.result);
-                        // Delivered: recorded before anything else, so no runner answers it again.
-                        self.handled(&reply.id, &reply.digest, &notes);
-                        after = Some(reply.id.clone());
-                        failures = 0;
+            event = match step.op {
+                Op::End { mark, exit } => {
+                    self.save_state(&machine, &notes);
+                    if let Some(id) = mark {
+                        self.mark_only(&id);
                     }
-                    Err(SendError::Stopped) => {
-                        tracing::info!("stop signal received; stopping");
-                        self.keep_unsent(&reply, "the runner was stopped while the broker had it");
-                        break Ok(());
-                    }
-                    Err(SendError::Retry(error)) => {
-                        if let Err(end) = self.unreachable(&mut failures, "message.send", error) {
-                            self.keep_unsent(&reply, "the broker stayed unreachable");
-                            break Err(end);
-                        }
-                        pending = Some(reply);
-                        continue;
-                    }
-                    Err(SendError::Invalid(code)) => {
-                        self.keep_unsent(&reply, &format!("message.send refused ({code})"));
-                        break Err(RunError::SessionInvalid { operation: "message.send", code });
-                    }
-                    Err(SendError::Refused(code)) => {
-                        // The reply cannot be delivered: keep it for the operator, keep its note
-                        // for the next reply, and go on.
-                        self.keep_unsent(&reply, &format!("message.send refused ({code})"));
-                        self.handled(&reply.id, &reply.digest, &notes);
-                        after = Some(reply.id.clone());
-                    }
+                    return exit.map_err(RunError::from);
                 }
-            }
-            // Whether this read handed over again the message it marked read.
-            let handed_again: bool;
-            let read_args = match &after {
-                Some(id) => json!({"after": id}),
-                None => json!({}),
-            };
-            let message = match self.call(Verb::MessageRead, &read_args) {
-                Call::Stopped => {
-                    tracing::info!("stop signal received; stopping");
-                    break Ok(());
-                }
-                Call::Done(Ok(result)) => {
-                    // The mark went through.
-                    let marked = after.take();
-                    let message = result.get("message").cloned().unwrap_or(Value::Null);
-                    // A message without an id can never be marked read, and one handed over
-                    // again by the read that marked it was not: a broker that keeps doing either
-                    // is not answering, so those reads count as failures (below).
-                    let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
-                    handed_again = id.is_some() && id == marked.as_deref();
-                    if message.is_null() || (id.is_some() && !handed_again) {
-                        failures = 0;
-                    }
-                    message
-                }
-                Call::Done(Err(BrokerError::Refused { code, .. })) => {
-                    tracing::warn!(code = %code, "message.read refused ({code})");
-                    break Err(RunError::SessionInvalid { operation: "message.read", code });
-                }
-                Call::Done(Err(error)) => {
-                    if let Err(end) = self.unreachable(&mut failures, "message.read", error) {
-                        break Err(end);
-                    }
-                    continue;
-                }
-            };
-            if message.is_null() {
-                if self.pause(self.run.poll_interval()) {
-                    tracing::info!("stop signal received; stopping");
-                    break Ok(());
-                }
-                continue;
-            }
-            let digest = message_digest(&message);
-            if let Some(id) = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty())
-                && self.is_handled(id, &digest)
-            {
-                if handed_again {
-                    // The broker handed it over again in answer to the read that marked it.
-                    let error = BrokerError::Protocol {
-                        verb: Verb::MessageRead,
-                        detail: format!(
-                            "message {id} was handed over again after it was marked read"
-                        ),
-                    };
-                    if let Err(end) = self.unreachable(&mut failures, "message.read", error) {
-                        break Err(end);
-                    }
-                } else {
-                    // Answered before (this runner or one before it on this run directory) and
-                    // not marked read, the mark lost with the broker or a stop: mark it now, no
-                    // turn.
-                    tracing::info!(
-                        message_id = %id,
-                        "message {id} was answered already; it is marked read again"
-                    );
-                }
-                after = Some(id.to_owned());
-                continue;
-            }
-            let parsed = harness_tools::json::from_value::<Message>(message.clone(), "")
-                .map_err(|error| error.to_string());
-            let message: Message = match parsed {
-                Ok(message) => message,
-                Err(reason) => match self.malformed(&message, &digest, &reason, &notes) {
-                    Malformed::Answer(reply) => {
-                        pending = Some(reply);
-                        continue;
-                    }
-                    Malformed::Skip(id) => {
-                        after = id;
-                        if after.is_none() {
-                            let error = BrokerError::Protocol {
-                                verb: Verb::MessageRead,
-                                detail: "a message without an id".to_owned(),
-                            };
-                            if let Err(end) = self.unreachable(&mut failures, "message.read", error)
-                            {
-                                break Err(end);
-                            }
-                        }
-                        continue;
-                    }
+                _ if self.stopped() => Event::Stop,
+                Op::Read { after } => match self.call(move |c| c.read(after.as_deref())) {
+                    Call::Done(result) => Event::Read(result),
+                    Call::Stopped => Event::Stop,
                 },
-            };
-            // The seal (docs/bundle.md): no turn runs on a bundle changed since the start; the
-            // run ends with exit 2 and the message stays unread.
-            if let Err(source) = self.run.seal.recheck() {
-                break Err(RunError::Bundle { path: self.run.bundle.clone(), source });
-            }
-            tracing::info!(
-                message_id = %message.id,
-                sender = %message.from,
-                kind = ?message.kind,
-                "message received; its turn starts"
-            );
-            let started = std::time::Instant::now();
-            let (number, outcome) = match self.turn(&message, &session_id) {
-                Ok(turn) => turn,
-                Err(error) => break Err(error),
-            };
-            let (outcome_name, reason) = match &outcome {
-                TurnOutcome::Answer(_) => ("answered", None),
-                TurnOutcome::Failed(reason) => ("failed", Some(reason.as_str())),
-                TurnOutcome::Stopped => ("stopped", None),
-            };
-            tracing::info!(
-                message_id = %message.id,
-                sender = %message.from,
-                turn = number,
-                duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                outcome = outcome_name,
-                reason,
-                "turn ended"
-            );
-            // Whatever the turn started and left behind (Pi's detached bash commands) goes now.
-            let swept = sweep_descendants();
-            if swept > 0 {
-                tracing::info!(
-                    turn = number,
-                    swept,
-                    "turn {number:04} left {swept} processes; killed"
-                );
-            }
-            // What the log gained in this turn becomes the note on the next RESULT.
-            notes.gather();
-            let answer = match outcome {
-                TurnOutcome::Stopped => {
-                    tracing::info!("stop signal received; stopping");
-                    break Ok(());
+                Op::Pause if self.pause(self.run.poll_interval()) => Event::Stop,
+                Op::Pause => Event::Ready,
+                Op::ReadState => {
+                    // The seal (docs/bundle.md): no turn runs on a bundle changed since the
+                    // start; the run ends with exit 2 and the message stays unread.
+                    if let Err(source) = self.run.seal.recheck() {
+                        self.save_state(&machine, &notes);
+                        return Err(RunError::Bundle { path: self.run.bundle.clone(), source });
+                    }
+                    let read_at = request::now_rfc3339();
+                    let cap = self.run.file.state_cap;
+                    match self.call(move |c| c.state(cap)) {
+                        Call::Done(result) => Event::State { read_at, result },
+                        Call::Stopped => Event::Stop,
+                    }
                 }
-                TurnOutcome::Answer(answer) => answer,
-                TurnOutcome::Failed(reason) => format!("The turn failed: {reason}"),
+                Op::Turn { message, request } => {
+                    let (number, outcome) = self.turn(&message, request, &session_id)?;
+                    // What the log gained in this turn becomes the note on the next RESULT.
+                    notes.gather();
+                    Event::TurnEnded { number, outcome }
+                }
+                Op::Compose { text } => Event::Composed(notes.compose(&text)),
+                Op::Send { to, reply_to, reply } => {
+                    let text = reply.text().to_owned();
+                    match self.call(move |c| c.send_result(&to, &reply_to, &text)) {
+                        Call::Done(result) => Event::Sent(result),
+                        Call::Stopped => Event::Stop,
+                    }
+                }
             };
-            if message.kind == MessageKind::Result
-                && message.from == LANDING_SENDER
-                && let Some(git) = &self.git
-            {
-                git.landing_done();
-            }
-            if message.kind == MessageKind::Result {
-                // An incoming RESULT never gets an automatic reply; its note waits for one.
-                self.handled(&message.id, &digest, &notes);
-                after = Some(message.id.clone());
-                continue;
-            }
-            let result = notes.compose(&answer);
-            pending = Some(Pending {
-                id: message.id.clone(),
-                digest,
-                from: message.from.clone(),
-                result,
-                turn: Some(number),
-            });
-        };
-        self.save_state(&notes);
-        if let Some(id) = after {
-            self.mark_only(&id);
         }
-        result
+    }
+
+    /// Does one effect the machine asked for.
+    fn apply(
+        &self,
+        effect: Effect<OutgoingResult>,
+        machine: &Machine<OutgoingResult>,
+        notes: &mut ResultNotes,
+    ) {
+        match effect {
+            Effect::NoteSent(result) => notes.sent(&result),
+            Effect::SaveState => self.save_state(machine, notes),
+            Effect::KeepUnsent { pending, why } => self.keep_unsent(&pending, &why),
+            Effect::LandingDone => {
+                if let Some(git) = &self.git {
+                    git.landing_done();
+                }
+            }
+        }
     }
 
     /// Marks `id` read without taking the next message (`message.read` with `after` and
     /// `limit: 0`), once, before the runner exits: a message answered and not yet marked.
     fn mark_only(&self, id: &str) {
-        let broker = if self.stopped() { &self.leaving } else { &self.broker };
-        if let Err(error) =
-            broker.call(&self.cap, Verb::MessageRead, &json!({"after": id, "limit": 0}))
-        {
+        if let Err(error) = self.client().mark(id) {
             tracing::warn!(
                 message_id = %id,
                 "message {id} could not be marked read ({error}); its answer is recorded, so the \
@@ -763,121 +554,69 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A message that does not parse: answered `The turn failed: malformed message: …` when
-    /// its id and sender can be read, else skipped.
-    fn malformed(
-        &mut self,
-        message: &Value,
-        digest: &str,
-        reason: &str,
-        notes: &ResultNotes,
-    ) -> Malformed {
-        let id = message.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
-        let from = message.get("from").and_then(Value::as_str).filter(|from| !from.is_empty());
-        // The id as the broker sent it, when it is not one the runner can mark read.
-        // What the broker sent is shown clipped: an id or a field's value can be any length.
-        let shown = match (id, message.get("id")) {
-            (Some(id), _) => clip(id),
-            (None, Some(raw)) => {
-                format!("with the id {} (not a non-empty string)", clip(&raw.to_string()))
-            }
-            (None, None) => "without an id".to_owned(),
-        };
-        let reason = &clip(reason);
-        let outcome = match (id, from) {
-            (Some(_), Some(_)) => "answered with the reason",
-            (Some(_), None) => "skipped, marked read: it has no sender (`from`) to answer",
-            (None, _) => {
-                "skipped: without an id it cannot be marked read, so it counts as a broker failure"
-            }
-        };
-        tracing::warn!(message_id = id, "malformed message {shown}: {reason}; {outcome}");
-        match (id, from) {
-            (Some(id), Some(from)) => Malformed::Answer(Pending {
-                id: id.to_owned(),
-                digest: digest.to_owned(),
-                from: from.to_owned(),
-                result: notes.compose(&format!("The turn failed: malformed message: {reason}")),
-                turn: None,
-            }),
-            (Some(id), None) => {
-                self.handled(id, digest, notes);
-                Malformed::Skip(Some(id.to_owned()))
-            }
-            (None, _) => Malformed::Skip(None),
-        }
-    }
-
-    /// One broker call failed without an answer; past `brokerRetries` in a row the run ends.
-    fn unreachable(
+    /// Writes the request and runs the adapter, or fails the turn without running it when the
+    /// state could not be read; returns the turn's number and outcome. A request that cannot be
+    /// written (a full disk) fails the turn with the reason, so the sender still gets an answer.
+    fn turn(
         &self,
-        failures: &mut u32,
-        operation: &'static str,
-        error: BrokerError,
-    ) -> Result<(), RunError> {
-        *failures += 1;
-        tracing::warn!(
-            operation,
-            failures = *failures,
-            broker_retries = self.run.file.broker_retries,
-            "the broker did not answer ({failures}/{}): {error}",
-            self.run.file.broker_retries
-        );
-        if *failures >= self.run.file.broker_retries {
-            return Err(RunError::BrokerUnreachable { operation, tries: *failures, source: error });
-        }
-        let _ = self.pause(self.run.poll_interval());
-        Ok(())
-    }
-
-    /// Reads the state, writes the request and runs the adapter; returns the turn's number.
-    fn turn(&self, message: &Message, session_id: &str) -> Result<(u32, TurnOutcome), RunError> {
-        let read_at = request::now_rfc3339();
-        let state = match self.call(Verb::State, &json!({"cap": self.run.file.state_cap})) {
-            Call::Stopped => return Ok((0, TurnOutcome::Stopped)),
-            Call::Done(Ok(result)) => {
-                request::state_block(&result, &read_at, self.run.file.state_cap)
-                    .ok_or_else(|| "malformed-state".to_owned())
-            }
-            Call::Done(Err(BrokerError::Refused { code, .. }))
-                if SESSION_INVALID.contains(&code.as_str()) =>
-            {
-                return Err(RunError::SessionInvalid { operation: "state", code });
-            }
-            Call::Done(Err(BrokerError::Refused { code, .. })) => Err(code.to_string()),
-            Call::Done(Err(_)) => Err("broker-unreachable".to_owned()),
-        };
-        let header = format!("{}{}\n", request::header(message), message.text);
-        let block = match state {
-            Ok(block) => block,
-            Err(code) => {
+        message: &Message,
+        request: Result<String, String>,
+        session_id: &str,
+    ) -> Result<(u32, TurnOutcome), RunError> {
+        let started = std::time::Instant::now();
+        let first = next_turn(self.run);
+        let (number, outcome) = match request {
+            Err(reason) => {
                 // The turn fails without running the adapter; its files still mark it.
-                let reason = format!("could not read the current state: {code}");
-                let files = TurnFiles::claim_failed(
-                    self.run,
-                    next_turn(self.run),
-                    format!("{reason}\n").as_bytes(),
-                )?;
-                return Ok((files.number, TurnOutcome::Failed(reason)));
+                let number =
+                    TurnFiles::claim_failed(self.run, first, format!("{reason}\n").as_bytes())
+                        .map_or(first, |files| files.number);
+                (number, TurnOutcome::Failed(reason))
             }
+            Ok(text) => match TurnFiles::claim(self.run, first, text.as_bytes()) {
+                Err(error) => (
+                    first,
+                    TurnOutcome::Failed(format!("the request could not be written: {error}")),
+                ),
+                Ok(files) => {
+                    let context = TurnContext {
+                        run: self.run,
+                        session_id,
+                        env: &self.config.env,
+                        stop: &self.config.stop,
+                    };
+                    (files.number, run_turn(&context, &files)?)
+                }
+            },
         };
-        let text = format!("{block}\n{header}");
-        let files = TurnFiles::claim(self.run, next_turn(self.run), text.as_bytes())?;
-        let context = TurnContext {
-            run: self.run,
-            session_id,
-            env: &self.config.env,
-            stop: &self.config.stop,
+        let (outcome_name, reason) = match &outcome {
+            TurnOutcome::Answer(_) => ("answered", None),
+            TurnOutcome::Failed(reason) => ("failed", Some(reason.as_str())),
+            TurnOutcome::Stopped => ("stopped", None),
         };
-        Ok((files.number, run_turn(&context, &files)?))
+        tracing::info!(
+            message_id = %message.id,
+            sender = %message.from,
+            turn = number,
+            duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            outcome = outcome_name,
+            reason,
+            "turn ended"
+        );
+        // Whatever the turn started and left behind (Pi's detached bash commands) goes now.
+        let swept = sweep_descendants();
+        if swept > 0 {
+            tracing::info!(turn = number, swept, "turn {number:04} left {swept} processes; killed");
+        }
+        Ok((number, outcome))
     }
 
     /// Keeps a RESULT the broker did not take in `turns/NNNN.unsent` and says so on stderr.
-    fn keep_unsent(&self, reply: &Pending, why: &str) {
+    fn keep_unsent(&self, reply: &Pending<OutgoingResult>, why: &str) {
         let kept = match reply.turn {
             Some(turn) => {
-                let unsent = self.run.dir.join(format!("turns/{turn:04}.unsent"));
-                match write_private(&unsent, reply.result.text().as_bytes()) {
+                let unsent = RunDir::new(&self.run.dir).turn(turn).unsent();
+                match write_private(&unsent, reply.reply.text().as_bytes()) {
                     Ok(()) => format!("it is kept in {}", unsent.display()),
                     Err(error) => format!("it could not be kept: {error}"),
                 }
@@ -891,44 +630,6 @@ impl<'a> Session<'a> {
             reply.id
         );
     }
-
-    fn send(&self, reply: &Pending) -> Result<(), SendError> {
-        let args = json!({
-            "to": reply.from,
-            "replyTo": reply.id,
-            "kind": "result",
-            "text": reply.result.text(),
-        });
-        match self.call(Verb::MessageSend, &args) {
-            Call::Stopped => Err(SendError::Stopped),
-            Call::Done(Ok(_)) => Ok(()),
-            Call::Done(Err(BrokerError::Refused { code, .. }))
-                if SESSION_INVALID.contains(&code.as_str()) =>
-            {
-                Err(SendError::Invalid(code))
-            }
-            Call::Done(Err(BrokerError::Refused { code, .. })) => Err(SendError::Refused(code)),
-            Call::Done(Err(error)) => Err(SendError::Retry(error)),
-        }
-    }
-}
-
-enum Malformed {
-    /// Answer it with this reply.
-    Answer(Pending),
-    /// Skip it, marking it read if it has an id.
-    Skip(Option<String>),
-}
-
-enum SendError {
-    /// No answer: try again.
-    Retry(BrokerError),
-    /// A stop came while the send was under way.
-    Stopped,
-    /// The broker refused it: the capability or the claim stopped working (exit 22).
-    Invalid(RefusalCode),
-    /// The broker refused it otherwise.
-    Refused(RefusalCode),
 }
 
 /// Reads the runner state; a missing or unreadable one starts empty (said on stderr).
@@ -953,7 +654,8 @@ fn load_state(run: &Run) -> RunnerState {
     }
 }
 
-/// Writes the runner state whole: a new file next to it, renamed over it.
+/// Writes the runner state whole: a new file next to it, renamed over it. A new file that
+/// cannot be written whole (a full disk) is removed, never left behind.
 fn save_state(run: &Run, state: &RunnerState) -> Result<(), RunError> {
     let dir = run.state_dir();
     let path = dir.join(STATE_FILE);
@@ -964,16 +666,8 @@ fn save_state(run: &Run, state: &RunnerState) -> Result<(), RunError> {
     })?;
     let _ = std::fs::remove_file(&fresh);
     write_private(&fresh, &bytes)?;
-    std::fs::rename(&fresh, &path).map_err(RunError::io("replace", &path))
-}
-
-/// The most of a broker's text a log line or a malformed message's RESULT repeats.
-const CLIP_CHARS: usize = 200;
-
-/// `text` up to [`CLIP_CHARS`] characters, `…` marking a cut.
-fn clip(text: &str) -> String {
-    match text.char_indices().nth(CLIP_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
+    std::fs::rename(&fresh, &path).map_err(|error| {
+        let _ = std::fs::remove_file(&fresh);
+        RunError::io("replace", &path)(error)
+    })
 }

@@ -30,8 +30,8 @@ fn schemas() -> Vec<(&'static str, Schema)> {
         ("run.json", schema_for!(harness_runner::RunFile)),
         ("broker-request.json", schema_for!(harness_bus::BrokerRequest<'static>)),
         ("broker-reply.json", schema_for!(harness_bus::BrokerReply)),
-        ("message-read-result.json", schema_for!(harness_runner::MessageReadResult)),
-        ("state-result.json", schema_for!(harness_runner::StateResult)),
+        ("message-read-result.json", schema_for!(harness_bus::MessageReadResult)),
+        ("state-result.json", schema_for!(harness_bus::StateResult)),
         ("tool-request.json", schema_for!(harness_tools::ToolRequest)),
         ("tool-reply.json", schema_for!(harness_tools::ToolReply)),
     ]
@@ -166,8 +166,8 @@ fn read_as(name: &str, document: &Value) -> Result<(), String> {
         "tools.json" => read::<harness_tools::ToolsFile>(document),
         "run.json" => read::<harness_runner::RunFile>(document),
         "broker-reply.json" => read::<harness_bus::BrokerReply>(document),
-        "message-read-result.json" => read::<harness_runner::MessageReadResult>(document),
-        "state-result.json" => read::<harness_runner::StateResult>(document),
+        "message-read-result.json" => read::<harness_bus::MessageReadResult>(document),
+        "state-result.json" => read::<harness_bus::StateResult>(document),
         "tool-request.json" => read::<harness_tools::ToolRequest>(document),
         "tool-reply.json" => read::<harness_tools::ToolReply>(document),
         // Written by the code, not read from JSON by it: the schema alone holds them.
@@ -286,7 +286,6 @@ fn the_schemas_refuse_what_the_types_refuse() {
         assert_eq!(validator(name).is_valid(&document), valid, "{name} and {document}");
     }
     // The same documents through the runner's own types agree with the message schema.
-    let parsed: Result<harness_runner::MessageReadResult, _> =
-        serde_json::from_value(message(good));
+    let parsed: Result<harness_bus::MessageReadResult, _> = serde_json::from_value(message(good));
     assert!(parsed.unwrap().message.is_some());
 }
