@@ -17,9 +17,30 @@ impl RunDir {
         &self.0
     }
 
+    /// `run.json`, written by the host.
+    pub const RUN_JSON: &'static str = "run.json";
+    /// `runner.lock`: one runner per run directory.
+    pub const LOCK: &'static str = "runner.lock";
+    /// `tools.sock`: the runner's tool socket.
+    pub const TOOLS_SOCK: &'static str = "tools.sock";
+    /// `unslop.jsonl`: the unslop hooks' log.
+    pub const UNSLOP_LOG: &'static str = "unslop.jsonl";
+    /// `turns/`: one request, stderr and (if undelivered) RESULT per turn.
+    pub const TURNS: &'static str = "turns";
+    /// `session/`: the CLI's home, config and sessions.
+    pub const SESSION: &'static str = "session";
+    /// `tmp/`: the runner's own temporary files.
+    pub const TMP: &'static str = "tmp";
+    /// `state/`: the runner state's default directory (run.json `stateDir`).
+    pub const STATE: &'static str = "state";
+    /// `session/id`: the session id.
+    pub const SESSION_ID: &'static str = "id";
+    /// `session/tmp/`: the CLI's `TMPDIR`.
+    pub const SESSION_TMP: &'static str = "tmp";
+
     /// `RUN/run.json`, written by the host.
     pub fn run_json(&self) -> PathBuf {
-        self.0.join("run.json")
+        self.0.join(Self::RUN_JSON)
     }
 
     /// The bundle's default place, `RUN/bundle` (run.json's `bundle` may name another).
@@ -32,22 +53,22 @@ impl RunDir {
 
     /// `RUN/runner.lock`: one runner per run directory.
     pub fn lock(&self) -> PathBuf {
-        self.0.join("runner.lock")
+        self.0.join(Self::LOCK)
     }
 
     /// `RUN/tools.sock`: the runner's tool socket.
     pub fn tools_sock(&self) -> PathBuf {
-        self.0.join("tools.sock")
+        self.0.join(Self::TOOLS_SOCK)
     }
 
     /// `RUN/unslop.jsonl`: the unslop hooks' log.
     pub fn unslop_log(&self) -> PathBuf {
-        self.0.join("unslop.jsonl")
+        self.0.join(Self::UNSLOP_LOG)
     }
 
     /// `RUN/turns`: one request, stderr and (if undelivered) RESULT per turn.
     pub fn turns(&self) -> PathBuf {
-        self.0.join("turns")
+        self.0.join(Self::TURNS)
     }
 
     /// The files of turn `number`.
@@ -57,17 +78,27 @@ impl RunDir {
 
     /// `RUN/session`: the CLI's home, config and sessions.
     pub fn session(&self) -> PathBuf {
-        self.0.join("session")
+        self.0.join(Self::SESSION)
     }
 
     /// `RUN/session/id`: the session id, kept so a restarted runner continues the conversation.
     pub fn session_id(&self) -> PathBuf {
-        self.session().join("id")
+        self.session().join(Self::SESSION_ID)
     }
 
     /// `RUN/tmp`: the runner's own temporary files (git bundles while a git tool runs).
     pub fn tmp(&self) -> PathBuf {
-        self.0.join("tmp")
+        self.0.join(Self::TMP)
+    }
+
+    /// `RUN/session/tmp`: the CLI's `TMPDIR`.
+    pub fn session_tmp(&self) -> PathBuf {
+        self.session().join(Self::SESSION_TMP)
+    }
+
+    /// `RUN/state`: the runner state's default directory.
+    pub fn default_state(&self) -> PathBuf {
+        self.0.join(Self::STATE)
     }
 }
 
@@ -85,24 +116,58 @@ impl TurnFiles {
         self.number
     }
 
+    /// `NNNN.request`, in `turns/`.
+    pub fn request_name(&self) -> String {
+        format!("{:04}.{}", self.number, Self::REQUEST)
+    }
+
+    /// `NNNN.stderr`, in `turns/`.
+    pub fn stderr_name(&self) -> String {
+        format!("{:04}.{}", self.number, Self::STDERR)
+    }
+
+    /// `NNNN.unsent`, in `turns/`.
+    pub fn unsent_name(&self) -> String {
+        format!("{:04}.unsent", self.number)
+    }
+
+    /// `turn-NNNN.marker`, in `session/`.
+    pub fn marker_name(&self) -> String {
+        format!("turn-{:04}.marker", self.number)
+    }
+
+    /// The suffix of a turn's request file.
+    pub const REQUEST: &'static str = "request";
+    /// The suffix of a turn's stderr file.
+    pub const STDERR: &'static str = "stderr";
+
+    /// The number of a turn file's name in `turns/` (`0012.stderr` is 12), if it is one.
+    pub fn number_of(name: &str) -> Option<u32> {
+        let (stem, suffix) = name.split_once('.')?;
+        let known = suffix == Self::REQUEST || suffix == Self::STDERR;
+        (known && !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| stem.parse().ok())
+            .flatten()
+    }
+
     /// `RUN/turns/NNNN.request`: the request the turn got.
     pub fn request(&self) -> PathBuf {
-        self.turns.join(format!("{:04}.request", self.number))
+        self.turns.join(self.request_name())
     }
 
     /// `RUN/turns/NNNN.stderr`: the adapter's stderr.
     pub fn stderr(&self) -> PathBuf {
-        self.turns.join(format!("{:04}.stderr", self.number))
+        self.turns.join(self.stderr_name())
     }
 
     /// `RUN/turns/NNNN.unsent`: a RESULT the broker did not take.
     pub fn unsent(&self) -> PathBuf {
-        self.turns.join(format!("{:04}.unsent", self.number))
+        self.turns.join(self.unsent_name())
     }
 
     /// `RUN/session/turn-NNNN.marker`: Pi's extension writes it at `agent_end`.
     pub fn marker(&self) -> PathBuf {
-        self.session.join(format!("turn-{:04}.marker", self.number))
+        self.session.join(self.marker_name())
     }
 }
 
@@ -185,5 +250,10 @@ mod tests {
         assert_eq!(turn.unsent(), Path::new("/r/turns/0007.unsent"));
         assert_eq!(turn.marker(), Path::new("/r/session/turn-0007.marker"));
         assert_eq!(run.turn(12345).request(), Path::new("/r/turns/12345.request"));
+        assert_eq!(TurnFiles::number_of("0012.stderr"), Some(12));
+        assert_eq!(TurnFiles::number_of("0012.request"), Some(12));
+        for other in ["0012.unsent", "x.stderr", ".stderr", "12", "+1.stderr"] {
+            assert_eq!(TurnFiles::number_of(other), None, "{other}");
+        }
     }
 }

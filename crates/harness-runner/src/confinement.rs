@@ -7,20 +7,15 @@
 //! lock, run.json) and nothing else of the machine. The runner's git gets the same domain with
 //! `RUN/tmp`, where its bundles are, added. The domain's report goes to stderr at every turn.
 
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use harness_confine::{Domain, SessionPaths};
+use harness_contract::RunDir;
 
 use crate::config::Run;
+use crate::dirs::RunDirs;
 use crate::error::RunError;
 use crate::supervise::PreExec;
-
-/// `RUN/session/tmp`: the CLI's `TMPDIR`, inside its own domain.
-pub(crate) fn session_tmp(run: &Run) -> PathBuf {
-    run.dir.join("session/tmp")
-}
 
 /// The paths every domain of this run grants.
 fn session_paths(run: &Run, search_path: std::ffi::OsString) -> SessionPaths {
@@ -28,41 +23,29 @@ fn session_paths(run: &Run, search_path: std::ffi::OsString) -> SessionPaths {
     programs.extend(run.manifest.assets.values().map(|asset| asset.path.clone().into()));
     SessionPaths {
         workspace: run.file.workspace.clone().into(),
-        session_dir: run.dir.join("session"),
+        session_dir: RunDir::new(&run.dir).session(),
         bundle: run.bundle.clone(),
         read_files: Vec::new(),
-        append_files: vec![run.dir.join("unslop.jsonl")],
+        append_files: vec![RunDir::new(&run.dir).unslop_log()],
         programs,
         installations: vec![run.file.cli.clone().into()],
         scratch: Vec::new(),
-        sockets: vec![run.dir.join("tools.sock")],
+        sockets: vec![RunDir::new(&run.dir).tools_sock()],
         search_path: Some(search_path),
         connect_ports: run.file.connect_ports.clone(),
     }
 }
 
 /// Creates what a rule must find in place: `RUN/session/tmp` and an empty unslop log (0600,
-/// never through a link; one that exists is left as it is).
-fn prepare_paths(run: &Run) -> Result<(), RunError> {
-    let tmp = session_tmp(run);
-    match std::fs::DirBuilder::new().mode(0o700).create(&tmp) {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(error) => {
-            return Err(RunError::io("create", &tmp)(error));
-        }
-    }
-    let log = run.dir.join("unslop.jsonl");
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&log);
-    match created {
+/// never through a link; one that exists is left as it is), through the run's handles.
+pub(crate) fn prepare_paths(dirs: &RunDirs) -> Result<(), RunError> {
+    dirs.session.subdir(RunDir::SESSION_TMP)?;
+    match dirs.run.create(RunDir::UNSLOP_LOG) {
         Ok(_) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(error) => Err(RunError::io("create", &log)(error)),
+        Err(RunError::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(())
+        }
+        Err(error) => Err(error),
     }
 }
 
@@ -70,17 +53,17 @@ fn prepare_paths(run: &Run) -> Result<(), RunError> {
 /// `"required"`, a domain that cannot be built in full ends the run (exit 2).
 pub(crate) fn turn_domain(
     run: &Run,
+    dirs: &RunDirs,
     number: u32,
     request: &std::path::Path,
     search_path: std::ffi::OsString,
 ) -> Result<Confined, RunError> {
-    prepare_paths(run)?;
     let mut paths = session_paths(run, search_path);
     paths.read_files.push(request.to_path_buf());
     // A rule follows a link; the log is granted only while it is a plain file, so a link put
     // there (by a session that ran unconfined before) never opens its target to the session.
-    let log = run.dir.join("unslop.jsonl");
-    if !std::fs::symlink_metadata(&log).is_ok_and(|meta| meta.file_type().is_file()) {
+    let log = RunDir::new(&run.dir).unslop_log();
+    if dirs.run.file_type(RunDir::UNSLOP_LOG) != Some(rustix::fs::FileType::RegularFile) {
         tracing::warn!("{} is not a plain file; the session may not write it", log.display());
         paths.append_files.clear();
     }
@@ -118,7 +101,7 @@ pub(crate) struct GitPaths {
 impl GitPaths {
     pub(crate) fn new(run: &Run, search_path: std::ffi::OsString) -> Self {
         let mut paths = session_paths(run, search_path);
-        paths.scratch.push(run.dir.join("tmp"));
+        paths.scratch.push(RunDir::new(&run.dir).tmp());
         Self { paths, mode: run.file.confine }
     }
 }

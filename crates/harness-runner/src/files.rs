@@ -1,11 +1,10 @@
-//! Reading and writing in the run directory, which the session can write too: nothing is opened
-//! through a symbolic link, nothing read blocks (a FIFO put in a file's place) or reads without
-//! bound (a link to `/dev/zero`, a huge file), and everything written is created with its final
-//! mode and never over something already there.
+//! Reading a file the runner names by path (run.json, the bundle's policy.json), which the
+//! session may have replaced: nothing is opened through a symbolic link at its last component,
+//! nothing read blocks (a FIFO put in a file's place) or reads without bound (a link to
+//! `/dev/zero`, a huge file). Everything beneath the run directory's own directories goes
+//! through their handles instead (`dirs.rs`).
 
-use std::fs::OpenOptions;
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Read;
 use std::path::Path;
 
 use rustix::fs::{FileType, Mode, OFlags};
@@ -47,30 +46,6 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, RunE
     Ok(Some(bytes))
 }
 
-/// Creates `path` exclusively with mode 0600 (never through a link, never over a file that is
-/// there) and writes `bytes`.
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    let mut file = create_private(path)?;
-    file.write_all(bytes).map_err(RunError::io("write", path))
-}
-
-/// Creates `path` exclusively with mode 0600 and returns it open for writing.
-pub(crate) fn create_private(path: &Path) -> Result<std::fs::File, RunError> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc_nofollow())
-        .open(path)
-        .map_err(RunError::io("create", path))
-}
-
-/// `O_NOFOLLOW`, for `OpenOptionsExt::custom_flags` (`create_new` already refuses a link at the
-/// path; this says so twice, for a reader of the call).
-fn libc_nofollow() -> i32 {
-    i32::try_from(OFlags::NOFOLLOW.bits()).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +65,5 @@ mod tests {
         std::fs::write(&path, "0123456789x").unwrap();
         assert!(read_capped(&path, 10).unwrap_err().to_string().contains("over 10 bytes"));
         assert_eq!(read_capped(&path, 11).unwrap().unwrap(), b"0123456789x");
-        assert!(write_private(&path, b"again").is_err(), "never over a file that is there");
     }
 }

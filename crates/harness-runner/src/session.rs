@@ -15,9 +15,10 @@ use harness_unslop::{NotesCursor, OutgoingResult, ResultNotes};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Run, load_run, read_capability};
+use crate::dirs::RunDirs;
 use crate::env::Environment;
 use crate::error::RunError;
-use crate::files::{MAX_READ, read_capped, write_private};
+use crate::files::{MAX_READ, read_capped};
 use crate::git::{GitTools, LaunchTool};
 use crate::machine::{Effect, Event, HANDLED_KEPT, Handled, Machine, Op, Pending};
 use crate::request;
@@ -128,11 +129,11 @@ fn claim_and_serve(config: &RunnerConfig, cap: Capability) -> Result<Stopped, Ru
     let policy = read_capped(&policy_path, MAX_READ)?
         .ok_or_else(|| RunError::invalid(&policy_path, "is missing"))?;
     crate::creds::check(&config.env, &policy, &policy_path)?;
-    prepare_dirs(&run)?;
+    let dirs = prepare_dirs(&run)?;
     if stopped() {
         return Ok(Stopped::BeforeClaim);
     }
-    let mut session = Session::new(&run, cap, config);
+    let mut session = Session::new(&run, &dirs, cap, config);
     // Bound (not yet served) before the claim, so a path held by something else ends the run
     // with exit 2 and nothing claimed; dropped unserved, it removes its socket file.
     let socket = session.bind_socket()?;
@@ -145,52 +146,48 @@ fn claim_and_serve(config: &RunnerConfig, cap: Capability) -> Result<Stopped, Ru
     result
 }
 
-fn prepare_dirs(run: &Run) -> Result<(), RunError> {
-    use std::os::unix::fs::DirBuilderExt;
-    for path in ["turns", "session", "tmp"]
-        .map(|dir| run.dir.join(dir))
-        .into_iter()
-        .chain([run.state_dir()])
-    {
-        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => {}
-            Err(error)
-                if error.kind() == std::io::ErrorKind::AlreadyExists
-                    && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) => {}
-            Err(error) => return Err(RunError::io("create", path)(error)),
-        }
-    }
+/// Opens the run's directories once (creating them) and writes run.json's `sessionFiles` that
+/// are not there yet, every one through the session directory's handle: a link the session
+/// planted anywhere beneath it (`session/pi-agent -> /elsewhere`) ends the run naming it and is
+/// never written through.
+fn prepare_dirs(run: &Run) -> Result<RunDirs, RunError> {
+    let dirs = RunDirs::open(run)?;
     for (name, text) in &run.file.session_files {
-        let path = run.dir.join("session").join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)
-                .map_err(RunError::io("create", parent))?;
-        }
-        if std::fs::symlink_metadata(&path).is_err() {
-            write_private(&path, text.as_bytes())?;
+        let (parent, file) = match name.rsplit_once('/') {
+            Some((parent, file)) => (Some(parent), file),
+            None => (None, name.as_str()),
+        };
+        let beneath;
+        let dir = match parent {
+            Some(parent) => {
+                beneath = dirs.session.subdirs(parent)?;
+                &beneath
+            }
+            None => &dirs.session,
+        };
+        if !dir.exists(file) {
+            dir.write_new(file, text.as_bytes())?;
         }
     }
-    Ok(())
+    Ok(dirs)
 }
 
 /// The Claude Code session id must be a UUID; it is kept in `RUN/session/id` so that a runner
 /// started again on the same run continues the same conversation. The session can write that
 /// file: anything there that is not a UUID is replaced by a new id.
-fn session_id(run: &Run) -> Result<String, RunError> {
-    let path = run.dir.join("session/id");
-    if let Ok(Some(bytes)) = read_capped(&path, 64) {
+fn session_id(dirs: &RunDirs) -> Result<String, RunError> {
+    let session = &dirs.session;
+    if let Ok(Some(bytes)) = session.read_capped(RunDir::SESSION_ID, 64) {
         let text = String::from_utf8_lossy(&bytes).trim().to_owned();
         if text.len() == 36 && text.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
             return Ok(text);
         }
     }
-    let _ = std::fs::remove_file(&path);
+    session.remove(RunDir::SESSION_ID)?;
     let mut bytes = [0u8; 16];
-    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty())
-        .map_err(|error| RunError::io("draw a session id", &path)(error.into()))?;
+    rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()).map_err(
+        |error| RunError::io("draw a session id", session.join(RunDir::SESSION_ID))(error.into()),
+    )?;
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -202,22 +199,17 @@ fn session_id(run: &Run) -> Result<String, RunError> {
         &hex[16..20],
         &hex[20..32]
     );
-    write_private(&path, id.as_bytes())?;
+    session.write_new(RunDir::SESSION_ID, id.as_bytes())?;
     Ok(id)
 }
 
 /// The number the next turn gets: one more than the last `turns/NNNN.stderr` or
 /// `turns/NNNN.request`.
-fn next_turn(run: &Run) -> u32 {
-    std::fs::read_dir(run.dir.join("turns"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let stem = name.strip_suffix(".stderr").or_else(|| name.strip_suffix(".request"))?;
-            stem.parse::<u32>().ok()
-        })
+fn next_turn(dirs: &RunDirs) -> u32 {
+    dirs.turns
+        .names()
+        .iter()
+        .filter_map(|name| harness_contract::TurnFiles::number_of(name.to_str()?))
         .filter(|&number| number < 100_000_000)
         .max()
         .unwrap_or(0)
@@ -254,6 +246,7 @@ enum Call<T> {
 
 struct Session<'a> {
     run: &'a Run,
+    dirs: &'a RunDirs,
     cap: Capability,
     client: SessionClient,
     /// The same broker with a short timeout, for the calls after a stop.
@@ -267,7 +260,7 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    fn new(run: &'a Run, cap: Capability, config: &'a RunnerConfig) -> Self {
+    fn new(run: &'a Run, dirs: &'a RunDirs, cap: Capability, config: &'a RunnerConfig) -> Self {
         let client = |timeout| {
             let broker: Arc<dyn Broker> = Arc::new(UnixBroker::new(BrokerConfig {
                 socket: run.file.broker.clone().into(),
@@ -279,15 +272,16 @@ impl<'a> Session<'a> {
             Arc::new(GitTools::new(
                 socket.clone().into(),
                 run.file.workspace.clone().into(),
-                run.dir.join("tmp"),
+                dirs.tmp.path().to_owned(),
                 run.tools.projects.clone(),
                 config.env.path(),
                 crate::confinement::GitPaths::new(run, config.env.path()),
             ))
         });
-        let state = load_state(run);
+        let state = load_state(dirs);
         Self {
             run,
+            dirs,
             client: client(BROKER_TIMEOUT),
             leaving: client(STOPPING_TIMEOUT),
             cap,
@@ -454,14 +448,14 @@ impl<'a> Session<'a> {
     /// on: what is lost is the guard against answering twice after a restart).
     fn save_state(&self, machine: &Machine<OutgoingResult>, notes: &ResultNotes) {
         let state = RunnerState { handled: machine.handled().clone(), notes: Some(notes.cursor()) };
-        if let Err(error) = save_state(self.run, &state) {
+        if let Err(error) = save_state(self.dirs, &state) {
             tracing::warn!("the runner state could not be saved: {error}");
         }
     }
 
     /// The turn loop: the state machine of `machine.rs`, with this shell doing what it asks.
     fn turns(&mut self) -> Result<(), RunError> {
-        let session_id = session_id(self.run)?;
+        let session_id = session_id(self.dirs)?;
         let log = RunDir::new(&self.run.dir).unslop_log();
         let mut notes = match self.state.notes.take() {
             Some(kept) => ResultNotes::resume(log, kept),
@@ -564,16 +558,20 @@ impl<'a> Session<'a> {
         session_id: &str,
     ) -> Result<(u32, TurnOutcome), RunError> {
         let started = std::time::Instant::now();
-        let first = next_turn(self.run);
+        let first = next_turn(self.dirs);
         let (number, outcome) = match request {
             Err(reason) => {
                 // The turn fails without running the adapter; its files still mark it.
-                let number =
-                    TurnFiles::claim_failed(self.run, first, format!("{reason}\n").as_bytes())
-                        .map_or(first, |files| files.number);
+                let number = TurnFiles::claim_failed(
+                    self.run,
+                    self.dirs,
+                    first,
+                    format!("{reason}\n").as_bytes(),
+                )
+                .map_or(first, |files| files.number);
                 (number, TurnOutcome::Failed(reason))
             }
-            Ok(text) => match TurnFiles::claim(self.run, first, text.as_bytes()) {
+            Ok(text) => match TurnFiles::claim(self.run, self.dirs, first, text.as_bytes()) {
                 Err(error) => (
                     first,
                     TurnOutcome::Failed(format!("the request could not be written: {error}")),
@@ -581,6 +579,7 @@ impl<'a> Session<'a> {
                 Ok(files) => {
                     let context = TurnContext {
                         run: self.run,
+                        dirs: self.dirs,
                         session_id,
                         env: &self.config.env,
                         stop: &self.config.stop,
@@ -615,9 +614,10 @@ impl<'a> Session<'a> {
     fn keep_unsent(&self, reply: &Pending<OutgoingResult>, why: &str) {
         let kept = match reply.turn {
             Some(turn) => {
-                let unsent = RunDir::new(&self.run.dir).turn(turn).unsent();
-                match write_private(&unsent, reply.reply.text().as_bytes()) {
-                    Ok(()) => format!("it is kept in {}", unsent.display()),
+                let unsent = RunDir::new(&self.run.dir).turn(turn);
+                let name = unsent.unsent_name();
+                match self.dirs.turns.write_new(&name, reply.reply.text().as_bytes()) {
+                    Ok(()) => format!("it is kept in {}", unsent.unsent().display()),
                     Err(error) => format!("it could not be kept: {error}"),
                 }
             }
@@ -633,9 +633,9 @@ impl<'a> Session<'a> {
 }
 
 /// Reads the runner state; a missing or unreadable one starts empty (said on stderr).
-fn load_state(run: &Run) -> RunnerState {
-    let path = run.state_dir().join(STATE_FILE);
-    match read_capped(&path, MAX_READ) {
+fn load_state(dirs: &RunDirs) -> RunnerState {
+    let path = dirs.state.join(STATE_FILE);
+    match dirs.state.read_capped(STATE_FILE, MAX_READ) {
         Ok(None) => RunnerState::default(),
         Ok(Some(bytes)) => {
             let mut state: RunnerState = serde_json::from_slice(&bytes).unwrap_or_else(|error| {
@@ -654,20 +654,18 @@ fn load_state(run: &Run) -> RunnerState {
     }
 }
 
-/// Writes the runner state whole: a new file next to it, renamed over it. A new file that
-/// cannot be written whole (a full disk) is removed, never left behind.
-fn save_state(run: &Run, state: &RunnerState) -> Result<(), RunError> {
-    let dir = run.state_dir();
-    let path = dir.join(STATE_FILE);
-    let fresh = dir.join(format!("{STATE_FILE}.{}", std::process::id()));
+/// Writes the runner state whole: a new file next to it, renamed over it, both through the
+/// state directory's handle. A new file that cannot be written whole (a full disk) or renamed
+/// is removed, never left behind.
+fn save_state(dirs: &RunDirs, state: &RunnerState) -> Result<(), RunError> {
+    let fresh = format!("{STATE_FILE}.{}", std::process::id());
     let bytes = serde_json::to_vec(state).map_err(|source| RunError::Json {
-        path: path.clone(),
+        path: dirs.state.join(STATE_FILE),
         source: harness_tools::json::JsonError { field: None, source },
     })?;
-    let _ = std::fs::remove_file(&fresh);
-    write_private(&fresh, &bytes)?;
-    std::fs::rename(&fresh, &path).map_err(|error| {
-        let _ = std::fs::remove_file(&fresh);
-        RunError::io("replace", &path)(error)
+    dirs.state.remove(&fresh)?;
+    dirs.state.write_new(&fresh, &bytes)?;
+    dirs.state.rename(&fresh, STATE_FILE).inspect_err(|_| {
+        let _ = dirs.state.remove(&fresh);
     })
 }

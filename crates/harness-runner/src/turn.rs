@@ -7,15 +7,15 @@
 //! ends, the whole group is killed (and the turn loop then kills every descendant it left).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use harness_contract::{AdapterEnv, AssetRole, RunDir};
 
 use crate::config::Run;
+use crate::dirs::RunDirs;
 use crate::env::Environment;
 use crate::error::RunError;
-use crate::files::{create_private, write_private};
 use crate::supervise::{self, Ended, Spawn, StderrTo};
 
 /// The most of a turn's stdout kept; the RESULT is clipped far below it anyway.
@@ -35,44 +35,47 @@ pub(crate) enum TurnOutcome {
     Stopped,
 }
 
-/// Paths of one turn's files.
+/// One turn's files: their names in `turns/` and `session/` (harness-contract's layout), and
+/// their paths for the adapter's environment.
 #[derive(Debug)]
 pub(crate) struct TurnFiles {
     pub(crate) number: u32,
-    pub(crate) request: PathBuf,
-    pub(crate) stderr: PathBuf,
-    pub(crate) marker: PathBuf,
+    pub(crate) layout: harness_contract::TurnFiles,
 }
 
 impl TurnFiles {
     fn new(run: &Run, number: u32) -> Self {
-        let turns = run.dir.join("turns");
-        Self {
-            number,
-            request: turns.join(format!("{number:04}.request")),
-            stderr: turns.join(format!("{number:04}.stderr")),
-            marker: run.dir.join("session").join(format!("turn-{number:04}.marker")),
-        }
+        Self { number, layout: RunDir::new(&run.dir).turn(number) }
     }
 
     /// Takes the first number from `first` on whose request file can be created: a
     /// `turns/NNNN.request` the session made ahead of the runner (or a link there) is skipped,
     /// never written through. The request is written with `text`.
-    pub(crate) fn claim(run: &Run, first: u32, text: &[u8]) -> Result<Self, RunError> {
-        Self::first_free(run, first, |files| {
-            write_private(&files.request, text)?;
-            Ok(!exists(&files.stderr))
+    pub(crate) fn claim(
+        run: &Run,
+        dirs: &RunDirs,
+        first: u32,
+        text: &[u8],
+    ) -> Result<Self, RunError> {
+        Self::first_free(run, dirs, first, |files| {
+            dirs.turns.write_new(&files.layout.request_name(), text)?;
+            Ok(!dirs.turns.exists(&files.layout.stderr_name()))
         })
     }
 
     /// A turn that fails before its request: takes the first number from `first` on whose
     /// stderr file can be created, and writes `reason` there.
-    pub(crate) fn claim_failed(run: &Run, first: u32, reason: &[u8]) -> Result<Self, RunError> {
-        Self::first_free(run, first, |files| {
-            if exists(&files.request) {
+    pub(crate) fn claim_failed(
+        run: &Run,
+        dirs: &RunDirs,
+        first: u32,
+        reason: &[u8],
+    ) -> Result<Self, RunError> {
+        Self::first_free(run, dirs, first, |files| {
+            if dirs.turns.exists(&files.layout.request_name()) {
                 return Ok(false);
             }
-            write_private(&files.stderr, reason)?;
+            dirs.turns.write_new(&files.layout.stderr_name(), reason)?;
             Ok(true)
         })
     }
@@ -81,6 +84,7 @@ impl TurnFiles {
     /// (`AlreadyExists`) or `Ok(false)` moves on to the next number.
     fn first_free(
         run: &Run,
+        dirs: &RunDirs,
         first: u32,
         mut take: impl FnMut(&Self) -> Result<bool, RunError>,
     ) -> Result<Self, RunError> {
@@ -101,14 +105,10 @@ impl TurnFiles {
             );
         }
         Err(RunError::invalid(
-            run.dir.join("turns"),
+            dirs.turns.path(),
             format!("turns {first} to {last} are all taken by files the runner did not write"),
         ))
     }
-}
-
-fn exists(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok()
 }
 
 /// The adapter's environment, built from nothing.
@@ -134,12 +134,12 @@ pub(crate) fn adapter_env(
         (var(AdapterEnv::Model), manifest.model.clone().into()),
         (var(AdapterEnv::Thinking), manifest.thinking.clone().into()),
         (var(AdapterEnv::Tools), manifest.cli_tools.join(",").into()),
-        (var(AdapterEnv::Request), path(&files.request)),
+        (var(AdapterEnv::Request), path(&files.layout.request())),
         (var(AdapterEnv::ToolsSock), path(&layout.tools_sock())),
-        (var(AdapterEnv::TurnMarker), path(&files.marker)),
+        (var(AdapterEnv::TurnMarker), path(&files.layout.marker())),
         (var(AdapterEnv::Cli), path(run.file.cli.as_std_path())),
         // The CLI's temporary files stay inside its own domain (docs/runner.md, "Confinement").
-        ("TMPDIR".into(), path(&crate::confinement::session_tmp(run))),
+        ("TMPDIR".into(), path(&layout.session_tmp())),
     ];
     // Every asset role the contract knows reaches the adapter by its variable; a key it does not
     // know names nothing any adapter reads.
@@ -162,6 +162,7 @@ pub(crate) fn adapter_env(
 #[derive(Debug)]
 pub(crate) struct TurnContext<'a> {
     pub(crate) run: &'a Run,
+    pub(crate) dirs: &'a RunDirs,
     pub(crate) session_id: &'a str,
     pub(crate) env: &'a Environment,
     pub(crate) stop: &'a AtomicBool,
@@ -169,16 +170,25 @@ pub(crate) struct TurnContext<'a> {
 
 /// Runs one turn with the request text already written to `files.request`.
 pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<TurnOutcome, RunError> {
-    let run = turn.run;
-    let stderr = match create_private(&files.stderr) {
+    let (run, dirs) = (turn.run, turn.dirs);
+    let stderr = match dirs.turns.create(&files.layout.stderr_name()) {
         Ok(stderr) => stderr,
         Err(error) => return Ok(TurnOutcome::Failed(format!("the turn could not start: {error}"))),
     };
-    let _ = std::fs::remove_file(&files.marker);
+    let marker = files.layout.marker_name();
+    if let Err(error) = dirs.session.remove(&marker) {
+        return Ok(TurnOutcome::Failed(format!("the turn could not start: {error}")));
+    }
+    // What the domain's rules must find in place; a link the session put there fails this turn,
+    // with the reason, and is never followed.
+    if let Err(error) = crate::confinement::prepare_paths(dirs) {
+        return Ok(TurnOutcome::Failed(format!("the turn could not start: {error}")));
+    }
     // Confinement: the domain is built here, in the runner, and entered in the child between
     // fork and exec (docs/runner.md, "Confinement").
+    let request = files.layout.request();
     let domain =
-        crate::confinement::turn_domain(run, files.number, &files.request, turn.env.path())?;
+        crate::confinement::turn_domain(run, dirs, files.number, &request, turn.env.path())?;
     let outcome = supervise::run(Spawn {
         program: Path::new("/bin/sh"),
         args: vec![run.manifest.adapter.as_os_str().to_owned()],
@@ -205,7 +215,9 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
     if !outcome.success() {
         return Ok(TurnOutcome::Failed(outcome.ended.describe("the adapter", run.turn_timeout())));
     }
-    if run.manifest.turn_marker && !files.marker.is_file() {
+    if run.manifest.turn_marker
+        && dirs.session.file_type(&marker) != Some(rustix::fs::FileType::RegularFile)
+    {
         return Ok(TurnOutcome::Failed(
             "the harness ended without writing the turn marker at agent_end".to_owned(),
         ));

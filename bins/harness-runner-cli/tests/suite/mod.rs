@@ -13,6 +13,7 @@ mod load;
 mod logs;
 mod no_read_without_tool;
 mod real_sessions;
+mod run_dir_links;
 mod s0_lines;
 mod sealed;
 mod turns;

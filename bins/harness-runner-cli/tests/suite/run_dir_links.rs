@@ -1,0 +1,126 @@
+//! Links the session planted in the run directory before the runner started (with bash, in a
+//! turn whose confinement let it, or before a confinement change): the runner reaches everything
+//! below the run directory through directory handles and never writes, reads or creates through
+//! any of them, at any depth. Each case plants one link to a directory outside and checks that
+//! nothing appeared there and what the runner did instead.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::time::Duration;
+
+use harness_testkit::BrokerAnswer;
+use serde_json::json;
+
+use super::fixture::{Fixture, finish, message, stderr, terminate, wait_until};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// How the run must go with the link in place.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// The run ends at the start with exit 2, naming the link.
+    Refused,
+    /// The run goes on; the message's turn fails with a reason naming the link.
+    TurnFails,
+}
+
+/// Plants `link` (a path below the run directory) pointing at a directory outside, starts the
+/// runner with a session file under `session/pi-agent/` and one message, and checks `expect`
+/// and that the outside directory is still empty.
+fn check(link: &str, expect: Expect) {
+    let fx = Fixture::with_run_json(|run_json| {
+        run_json["sessionFiles"] = json!({"pi-agent/models.json": "{\"providers\": {}}"});
+    });
+    let outside = fx.run.parent().unwrap().join(format!("outside-{}", link.replace('/', "-")));
+    std::fs::create_dir(&outside).unwrap();
+    let planted = fx.run.join(link);
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    symlink(&outside, &planted).unwrap();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
+    let child = fx.spawn(&[]);
+    let output = match expect {
+        Expect::Refused => finish(child, LIMIT),
+        Expect::TurnFails => {
+            let sent = || !fx.broker.calls_of("message.send").is_empty();
+            wait_until(LIMIT, "the RESULT", sent);
+            terminate(&child);
+            finish(child, LIMIT)
+        }
+    };
+    let log = stderr(&output);
+    match expect {
+        Expect::Refused => {
+            assert_eq!(output.status.code(), Some(2), "{link}: {log}");
+            assert!(log.contains("symbolic link"), "{link}: the exit names the link: {log}");
+            assert!(fx.broker.calls_of("role.claim").is_empty(), "{link}: claimed: {log}");
+        }
+        Expect::TurnFails => {
+            assert_eq!(output.status.code(), Some(0), "{link}: {log}");
+            let text = fx.broker.calls_of("message.send")[0].args["text"].clone();
+            let text = text.as_str().unwrap_or_default().to_owned();
+            assert!(text.starts_with("The turn failed: "), "{link}: {text}");
+            assert!(text.contains("symbolic link"), "{link}: {text}");
+        }
+    }
+    assert_eq!(entries(&outside), Vec::<String>::new(), "{link}: written outside: {log}");
+    assert!(std::fs::symlink_metadata(&planted).unwrap().is_symlink(), "{link}: link replaced");
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_link_in_place_of_a_session_files_directory_is_never_written_through() {
+    check("session/pi-agent", Expect::Refused);
+}
+
+#[test]
+fn a_link_in_place_of_the_session_directory_is_never_written_through() {
+    check("session", Expect::Refused);
+}
+
+#[test]
+fn a_link_in_place_of_turns_is_never_written_through() {
+    check("turns", Expect::Refused);
+}
+
+#[test]
+fn a_link_in_place_of_the_default_state_directory_is_never_written_through() {
+    check("state", Expect::Refused);
+}
+
+#[test]
+fn a_link_in_place_of_the_runners_tmp_is_never_written_through() {
+    check("tmp", Expect::Refused);
+}
+
+#[test]
+fn a_link_in_place_of_the_clis_tmp_fails_the_turn_and_is_never_written_through() {
+    check("session/tmp", Expect::TurnFails);
+}
+
+/// `session/id` as a link to a file outside: the runner removes the link (never reads or writes
+/// through it) and keeps a fresh id of its own; the file outside is unchanged.
+#[test]
+fn a_link_in_place_of_the_session_id_is_replaced_never_followed() {
+    let fx = Fixture::new();
+    let outside = fx.run.parent().unwrap().join("outside-id");
+    std::fs::write(&outside, "00000000-0000-4000-8000-000000000000").unwrap();
+    std::fs::create_dir_all(fx.run.join("session")).unwrap();
+    symlink(&outside, fx.run.join("session/id")).unwrap();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
+    let child = fx.spawn(&[]);
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let id = std::fs::symlink_metadata(fx.run.join("session/id")).unwrap();
+    assert!(id.is_file(), "the link was replaced by the runner's own file");
+    let kept = std::fs::read_to_string(fx.run.join("session/id")).unwrap();
+    assert_ne!(kept, "00000000-0000-4000-8000-000000000000", "the id was read through the link");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "00000000-0000-4000-8000-000000000000");
+}
