@@ -137,6 +137,14 @@ impl HarnessModule for ClaudeCode {
         "2.1.296 (Claude Code)"
     }
 
+    fn cli_package(&self) -> &'static str {
+        "@anthropic-ai/claude-code"
+    }
+
+    fn printed_version(&self, package_version: &str) -> String {
+        format!("{package_version} (Claude Code)")
+    }
+
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
         // harness-contract's table, the one the gate checks paths from: Read, Write, Edit, Grep
         // and Glob for the limits read, write, edit, grep and find; bash grants nothing, since

@@ -79,6 +79,11 @@ pub trait HarnessModule: Sync + std::fmt::Debug {
     /// for: the default a bundle request records as `cliVersion`, which the runner compares with
     /// the CLI it is given before the first turn.
     fn cli_version(&self) -> &'static str;
+    /// The npm package the CLI is installed from; its `package.json` names the CLI's version.
+    fn cli_package(&self) -> &'static str;
+    /// What `CLI --version` prints (trimmed) for the package `version` in its `package.json`:
+    /// how the runner tells the CLI's version from its install without starting it.
+    fn printed_version(&self, package_version: &str) -> String;
     /// The built-in tools, named as this harness names them, given the role's `limits.tools`.
     fn builtin_tools(&self, limits: &[String]) -> Vec<String>;
     /// A typed tool's name as the model sees it in this harness.

@@ -24,6 +24,14 @@ impl HarnessModule for Pi {
         "0.85.1"
     }
 
+    fn cli_package(&self) -> &'static str {
+        "@earendil-works/pi-coding-agent"
+    }
+
+    fn printed_version(&self, package_version: &str) -> String {
+        package_version.to_owned()
+    }
+
     fn builtin_tools(&self, limits: &[String]) -> Vec<String> {
         // harness-contract's table, the one the gate checks paths from: a limit that names no Pi
         // tool grants nothing (the gate would block it).

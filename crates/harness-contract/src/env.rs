@@ -35,13 +35,16 @@ pub enum AdapterEnv {
     TurnMarker,
     /// The unslop log; set last so nothing can move it.
     UnslopLog,
+    /// Set to `1` for the runner's launch preflight: the adapter runs the CLI's `--version`
+    /// inside the turn's sandbox instead of a turn.
+    Preflight,
     /// An installed asset the manifest names, by its role.
     Asset(AssetRole),
 }
 
 impl AdapterEnv {
     /// Every variable, assets included.
-    pub const ALL: [Self; 22] = [
+    pub const ALL: [Self; 23] = [
         Self::Cli,
         Self::Bundle,
         Self::Run,
@@ -57,6 +60,7 @@ impl AdapterEnv {
         Self::ToolsSock,
         Self::TurnMarker,
         Self::UnslopLog,
+        Self::Preflight,
         Self::Asset(AssetRole::Gate),
         Self::Asset(AssetRole::Extension),
         Self::Asset(AssetRole::UnslopExtension),
@@ -84,6 +88,7 @@ impl AdapterEnv {
             Self::ToolsSock => "MOSAIC_TOOLS_SOCK",
             Self::TurnMarker => "MOSAIC_TURN_MARKER",
             Self::UnslopLog => "MOSAIC_UNSLOP_LOG",
+            Self::Preflight => "MOSAIC_PREFLIGHT",
             Self::Asset(role) => role.env_name(),
         }
     }

@@ -96,6 +96,8 @@ fn default_state_cap() -> u32 {
 pub struct Manifest {
     /// The run the bundle was built for.
     pub run: String,
+    /// The harness (`pi`, `claude-code`).
+    pub harness: String,
     /// The provider.
     pub provider: String,
     /// The provider's model id.
@@ -134,6 +136,9 @@ pub struct Run {
     pub tools: harness_tools::ToolsFile,
     /// The bundle as verified against run.json's digest, checked again before each turn.
     pub seal: harness_bundle::SealedBundle,
+    /// True if and only if the CLI's version was read from its own package and matched the
+    /// seal before anything started; otherwise the launch preflight's output is the check.
+    pub cli_version_known: bool,
 }
 
 impl Run {
@@ -242,8 +247,8 @@ pub fn read_run_file(dir: &Path) -> Result<(Utf8PathBuf, RunFile), RunError> {
 
 /// Reads run.json ([`read_run_file`]) and the bundle, and checks the bundle against its
 /// manifest: the session runs from the bundle and the assets it names, and from nothing else.
-/// The CLI's `--version` is run with `env`'s `PATH`.
-pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
+/// The CLI's version is checked here when its package names it, else by the launch preflight.
+pub fn load_run(dir: &Path) -> Result<Run, RunError> {
     let (dir, file) = read_run_file(dir)?;
     let dir = dir.as_path();
     let bundle = dir.join(&file.bundle);
@@ -253,22 +258,31 @@ pub fn load_run(dir: &Path, env: &crate::Environment) -> Result<Run, RunError> {
     let seal = harness_bundle::SealedBundle::open(bundle.as_std_path(), &file.bundle_digest)
         .map_err(sealed)?;
     seal.check_workspace(file.workspace.as_std_path()).map_err(sealed)?;
-    seal.check_cli_version(file.cli.as_std_path(), &cli_version(file.cli.as_std_path(), env)?)
-        .map_err(sealed)?;
     let manifest_json = bundle.join("manifest.json");
     let manifest: Manifest = harness_tools::json::from_slice(seal.manifest_bytes())
-        .map_err(|source| RunError::Json { path: manifest_json.into(), source })?;
+        .map_err(|source| RunError::Json { path: manifest_json.clone().into(), source })?;
+    // The CLI's version from its own package when run.json names the package's bin entry; the
+    // launch preflight checks what the CLI prints in every case (preflight.rs).
+    let module = harness_adapters::module(&manifest.harness).ok_or_else(|| {
+        RunError::invalid(&manifest_json, format!("unknown harness {:?}", manifest.harness))
+    })?;
+    let packaged = crate::preflight::packaged_version(file.cli.as_std_path(), module);
+    if let Some(version) = &packaged {
+        seal.check_cli_version(file.cli.as_std_path(), version).map_err(sealed)?;
+    }
     let tools_json = bundle.join("tools.json");
     let tools = harness_tools::ToolsFile::load(tools_json.as_std_path())
         .map_err(|error| RunError::invalid(&tools_json, error.to_string()))?;
-    Ok(Run { dir: dir.into(), file, bundle: bundle.into(), manifest, tools, seal })
-}
-
-/// What `CLI --version` prints, run once at start with only the runner's PATH (Pi's launcher
-/// finds Node on it) under the supervisor's wall clock ([`crate::VERSION_TIMEOUT`]).
-fn cli_version(cli: &Path, env: &crate::Environment) -> Result<String, RunError> {
-    crate::version::program_version(cli, env.path())
-        .map_err(|error| RunError::invalid(cli, error.to_string()))
+    let cli_version_known = packaged.is_some();
+    Ok(Run {
+        dir: dir.into(),
+        file,
+        bundle: bundle.into(),
+        manifest,
+        tools,
+        seal,
+        cli_version_known,
+    })
 }
 
 /// A state directory the session cannot reach through the run directory or the workspace:

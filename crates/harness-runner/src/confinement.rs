@@ -49,17 +49,18 @@ pub(crate) fn prepare_paths(dirs: &RunDirs) -> Result<(), RunError> {
     }
 }
 
-/// The domain of turn `number`, whose request is `request`; logged to stderr. Under
+/// The domain of turn `number`, whose request is `request` (none for the launch preflight);
+/// logged to stderr. Under
 /// `"required"`, a domain that cannot be built in full ends the run (exit 2).
 pub(crate) fn turn_domain(
     run: &Run,
     dirs: &RunDirs,
     number: u32,
-    request: &std::path::Path,
+    request: Option<&std::path::Path>,
     search_path: std::ffi::OsString,
 ) -> Result<Confined, RunError> {
     let mut paths = session_paths(run, search_path);
-    paths.read_files.push(request.to_path_buf());
+    paths.read_files.extend(request.map(std::path::Path::to_path_buf));
     // A rule follows a link; the log is granted only while it is a plain file, so a link put
     // there (by a session that ran unconfined before) never opens its target to the session.
     let log = RunDir::new(&run.dir).unslop_log();

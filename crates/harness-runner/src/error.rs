@@ -57,6 +57,14 @@ pub enum RunError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A turn cannot start: the launch preflight failed (exit 2), before any message was read.
+    #[error("bad run directory or stdin: the launch preflight of {} failed: {reason}", cli.display())]
+    Preflight {
+        /// run.json's `cli`.
+        cli: PathBuf,
+        /// Why, naming the program the sandbox refused where it can.
+        reason: String,
+    },
     /// Another runner holds the run-directory lock (exit 2).
     #[error(
         "bad run directory or stdin: another runner holds the run-directory lock {}; one runner \
@@ -136,6 +144,7 @@ impl RunError {
             | Self::Stdin(_)
             | Self::Bundle { .. }
             | Self::ToolSocket { .. }
+            | Self::Preflight { .. }
             | Self::LockHeld { .. } => 2,
             Self::FounderCredential { .. } | Self::NoRoleToken { .. } => 20,
             Self::ClaimRefused { .. } => 21,

@@ -18,6 +18,7 @@ mod git;
 mod git_safety;
 mod lock;
 mod machine;
+mod preflight;
 mod request;
 mod session;
 mod supervise;

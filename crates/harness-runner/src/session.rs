@@ -111,7 +111,7 @@ pub fn run<R: std::io::BufRead + Send + 'static>(
 /// Everything after the capability: the run directory, the claim, the session.
 fn claim_and_serve(config: &RunnerConfig, cap: Capability) -> Result<Stopped, RunError> {
     let stopped = || config.stop.load(Ordering::SeqCst);
-    let run = load_run(&config.run_dir, &config.env)?;
+    let run = load_run(&config.run_dir)?;
     tracing::info!(
         run_dir = %run.dir.display(),
         run = %run.manifest.run,
@@ -137,13 +137,46 @@ fn claim_and_serve(config: &RunnerConfig, cap: Capability) -> Result<Stopped, Ru
     // Bound (not yet served) before the claim, so a path held by something else ends the run
     // with exit 2 and nothing claimed; dropped unserved, it removes its socket file.
     let socket = session.bind_socket()?;
-    let result = match session.claim() {
-        Ok(true) => session.serve(socket).map(|()| Stopped::Released),
-        Ok(false) => Ok(Stopped::BeforeClaim),
-        Err(error) => Err(error),
+    let (claimed, preflight) = claim_with_preflight(&mut session, &run, &dirs, config);
+    let result = match (claimed, preflight) {
+        // A turn cannot start: the launch fails before any message is read.
+        (_, Err(error)) => Err(error),
+        (Ok(true), Ok(true)) => session.serve(socket).map(|()| Stopped::Released),
+        (Ok(_), Ok(_)) => Ok(Stopped::BeforeClaim),
+        (Err(error), Ok(_)) => Err(error),
     };
     session.release();
     result
+}
+
+/// The claim and the launch preflight (preflight.rs). When the CLI's version was read from its
+/// package, they run side by side and the claim does not wait for the CLI to start; otherwise
+/// what the CLI prints is the version check, so the preflight comes first and a CLI of another
+/// version ends the run with nothing claimed. `Ok(false)` from either is a stop.
+fn claim_with_preflight(
+    session: &mut Session<'_>,
+    run: &Run,
+    dirs: &RunDirs,
+    config: &RunnerConfig,
+) -> (Result<bool, RunError>, Result<bool, RunError>) {
+    let preflight = || crate::preflight::preflight(run, dirs, &config.env, &config.stop);
+    if !run.cli_version_known {
+        return match preflight() {
+            Ok(true) => (session.claim(), Ok(true)),
+            other => (Ok(false), other),
+        };
+    }
+    std::thread::scope(|scope| {
+        let beside = scope.spawn(preflight);
+        let claimed = session.claim();
+        let checked = beside.join().unwrap_or_else(|_| {
+            Err(RunError::Preflight {
+                cli: run.file.cli.clone().into(),
+                reason: "the preflight's thread panicked".to_owned(),
+            })
+        });
+        (claimed, checked)
+    })
 }
 
 /// Opens the run's directories once (creating them) and writes run.json's `sessionFiles` that

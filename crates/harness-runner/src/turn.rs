@@ -188,7 +188,7 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
     // fork and exec (docs/runner.md, "Confinement").
     let request = files.layout.request();
     let domain =
-        crate::confinement::turn_domain(run, dirs, files.number, &request, turn.env.path())?;
+        crate::confinement::turn_domain(run, dirs, files.number, Some(&request), turn.env.path())?;
     let outcome = supervise::run(Spawn {
         program: Path::new("/bin/sh"),
         args: vec![run.manifest.adapter.as_os_str().to_owned()],

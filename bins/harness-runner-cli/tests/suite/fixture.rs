@@ -18,6 +18,8 @@ pub(crate) const CAP: &str = "cap-secret-7f3a9c41d2b8e605";
 
 /// The test adapter: what it does is chosen by TEST_MODE (passed through run.json's passEnv).
 pub(crate) const ADAPTER: &str = r#"
+# The launch preflight's check mode, as the shipped adapters have it.
+if [ "${MOSAIC_PREFLIGHT:-}" = 1 ]; then exec "$MOSAIC_CLI" --version; fi
 case "${TEST_MODE:-ok}" in
   ok) printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
   fail) echo "boom" >&2; exit 3 ;;

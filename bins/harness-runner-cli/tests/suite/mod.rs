@@ -12,6 +12,7 @@ mod hostile;
 mod load;
 mod logs;
 mod no_read_without_tool;
+mod preflight;
 mod real_sessions;
 mod run_dir_links;
 mod s0_lines;

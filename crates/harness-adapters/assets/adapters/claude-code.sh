@@ -29,6 +29,12 @@ export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_
 mkdir -p "$HOME" "$CLAUDE_CONFIG_DIR"
 cd "$MOSAIC_WORKSPACE"
 
+# The runner's launch preflight: the CLI's version, started as a turn would start it, inside the
+# turn's sandbox, so a CLI or an interpreter the turn may not run fails the launch, not a message.
+if [ "${MOSAIC_PREFLIGHT:-}" = 1 ]; then
+  exec "$MOSAIC_CLI" --version
+fi
+
 # Claude Code's effort levels are low, medium, high, xhigh and max; Pi's off and minimal have
 # no counterpart and run as low.
 case "$MOSAIC_THINKING" in

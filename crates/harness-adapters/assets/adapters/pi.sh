@@ -22,6 +22,12 @@ export PI_OFFLINE=1
 mkdir -p "$HOME" "$PI_CODING_AGENT_DIR" "$MOSAIC_SESSION_DIR/pi-sessions"
 cd "$MOSAIC_WORKSPACE"
 
+# The runner's launch preflight: the CLI's version, started as a turn would start it, inside the
+# turn's sandbox, so a CLI or an interpreter the turn may not run fails the launch, not a message.
+if [ "${MOSAIC_PREFLIGHT:-}" = 1 ]; then
+  exec "$MOSAIC_CLI" --version
+fi
+
 # --session-id creates the session on the first turn and continues it after (docs/clis.md).
 exec "$MOSAIC_CLI" -p \
   --model "$MOSAIC_PROVIDER/$MOSAIC_MODEL" --thinking "$MOSAIC_THINKING" \
