@@ -321,10 +321,10 @@ impl<'a> Session<'a> {
             Arc::new(GitTools::new(
                 socket.clone().into(),
                 run.file.workspace.clone().into(),
-                run.dir.join("tmp"),
+                run.state_dir(),
                 run.tools.projects.clone(),
                 config.env.path(),
-                crate::confinement::GitPaths::new(run, config.env.path()),
+                crate::confinement::GitPaths::new(run),
             ))
         });
         let state = load_state(run);
