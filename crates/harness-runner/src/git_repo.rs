@@ -633,8 +633,20 @@ mod tests {
             // A link planted in the repository is removed as a link, its target untouched.
             std::os::unix::fs::symlink(state.path(), path.join("refs/link")).unwrap();
             assert!(repo.write_ref("refs/link/x", &"1".repeat(40)).is_err());
-            let file = repo.anonymous().unwrap();
-            assert_eq!(file.metadata().unwrap().len(), 0);
+            // The push bundle's file has no name: the directory gains no entry for it.
+            let names = || {
+                let mut names: Vec<_> = std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().file_name())
+                    .collect();
+                names.sort();
+                names
+            };
+            let before = names();
+            let mut file = repo.anonymous().unwrap();
+            file.write_all(b"bundle").unwrap();
+            assert_eq!(names(), before);
+            assert_eq!(file.metadata().unwrap().len(), 6);
         }
         assert!(!path.exists());
         assert!(state.path().join("git").is_dir());
