@@ -267,7 +267,10 @@ impl Clone {
             .into_iter()
             .filter(|(_, kind)| *kind == FileType::RegularFile)
             .filter_map(|(name, _)| name.into_string().ok())
-            .filter(|name| name.starts_with("pack-"))
+            .filter(|name| {
+                name.starts_with("pack-")
+                    && [".pack", ".idx", ".rev"].iter().any(|end| name.ends_with(end))
+            })
             .collect();
         // The index last: git takes a pack into account once its .idx is there.
         names.sort_by_key(|name| (name.ends_with(".idx"), !name.ends_with(".pack"), name.clone()));
