@@ -218,11 +218,11 @@ impl GitTools {
             &["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", path, &spec],
             quiet,
         )?;
-        let fetched = self.git(
-            &repo,
-            &["rev-parse", "--verify", "--quiet", &tracking],
-            StdoutTo::Thread(GIT_OUTPUT_CAP),
-        )?;
+        // The runner reads what git wrote itself: one git process fewer.
+        let fetched = repo
+            .read_ref(&tracking)
+            .map_err(|error| failed(format!("could not read the fetched {tracking}: {error}")))?
+            .unwrap_or_default();
         if fetched != commit {
             return Err(failed(format!(
                 "the bundle's {work_ref} is {fetched}, not the reviewed {commit}"

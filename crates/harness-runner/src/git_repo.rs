@@ -219,22 +219,7 @@ impl Clone {
     /// line in `packed-refs`. `None` when neither has it; an error when the loose file is a link,
     /// not a regular file, too large, or holds anything but an id (a symbolic ref included).
     pub(crate) fn read_ref(&self, name: &str) -> io::Result<Option<String>> {
-        if let Some(bytes) = read_file(&self.git, name, MAX_REF_BYTES)? {
-            let text = String::from_utf8_lossy(&bytes);
-            let id = text.strip_suffix('\n').unwrap_or(&text);
-            return if object_id(id) {
-                Ok(Some(id.to_owned()))
-            } else {
-                Err(io::Error::new(io::ErrorKind::InvalidData, format!("{name} holds no id")))
-            };
-        }
-        let Some(packed) = read_file(&self.git, "packed-refs", MAX_PACKED_REFS_BYTES)? else {
-            return Ok(None);
-        };
-        Ok(String::from_utf8_lossy(&packed).lines().find_map(|line| {
-            let (id, refname) = line.split_once(' ')?;
-            (refname == name && object_id(id)).then(|| id.to_owned())
-        }))
+        read_ref_in(&self.git, name)
     }
 
     /// Every id the clone's refs hold (loose and packed, peeled tags included), for git to know
@@ -306,6 +291,26 @@ impl Clone {
     pub(crate) fn write_ref(&self, name: &str, id: &str) -> io::Result<()> {
         write_ref_in(&self.git, name, id)
     }
+}
+
+/// The id ref `name` holds below the git directory `git` (see [`Clone::read_ref`]).
+fn read_ref_in(git: &OwnedFd, name: &str) -> io::Result<Option<String>> {
+    if let Some(bytes) = read_file(git, name, MAX_REF_BYTES)? {
+        let text = String::from_utf8_lossy(&bytes);
+        let id = text.strip_suffix('\n').unwrap_or(&text);
+        return if object_id(id) {
+            Ok(Some(id.to_owned()))
+        } else {
+            Err(io::Error::new(io::ErrorKind::InvalidData, format!("{name} holds no id")))
+        };
+    }
+    let Some(packed) = read_file(git, "packed-refs", MAX_PACKED_REFS_BYTES)? else {
+        return Ok(None);
+    };
+    Ok(String::from_utf8_lossy(&packed).lines().find_map(|line| {
+        let (id, refname) = line.split_once(' ')?;
+        (refname == name && object_id(id)).then(|| id.to_owned())
+    }))
 }
 
 /// Walks `dir` (part of `refs/`) and collects the ids of its regular files.
@@ -481,6 +486,11 @@ impl CallRepo {
         listed.push('\n');
         create_file(&self.dir, "seeds", listed.as_bytes(), 0o600)?;
         Ok(())
+    }
+
+    /// The id ref `name` of this repository holds, read as the clone's are.
+    pub(crate) fn read_ref(&self, name: &str) -> io::Result<Option<String>> {
+        read_ref_in(&self.dir, name)
     }
 
     /// Writes ref `name` of this repository.
