@@ -22,7 +22,7 @@ use crate::cargo::Cargo;
 use crate::process;
 
 const USAGE: &str =
-    "usage: cargo xtask bench [--runs N] [--only gate|bundle|runner|unslop|tools|load]";
+    "usage: cargo xtask bench [--runs N] [--only gate|bundle|runner|git|unslop|tools|load]";
 const DOC: &str = "docs/performance.md";
 const DOC_HEADER: &str = "\
 # Performance
@@ -35,12 +35,13 @@ noisy machine is recorded as MISSED, not hidden.
 ";
 
 /// Every bench target, in the order a full run measures them: section, package, bench.
-const BENCHES: [(&str, &str, &str); 9] = [
+const BENCHES: [(&str, &str, &str); 10] = [
     ("gate", "harness-gate-cli", "hook"),
     ("gate", "harness-gate", "decide"),
     ("bundle", "harness-bundle", "build"),
     ("runner", "harness-runner-cli", "runner"),
     ("runner", "harness-runner-cli", "start"),
+    ("git", "harness-runner-cli", "git"),
     ("unslop", "harness-unslop-cli", "stop_hook"),
     ("tools", "harness-mcp-cli", "start"),
     ("tools", "harness-bus", "round_trip"),

@@ -32,8 +32,9 @@ commands:
              with HARNESS_REQUIRE_CLIS=1, a fixed-seed slice of fuzz-cli, then dist into a
              temporary prefix and both example hosts on it; stops at the first failure
   bench      run every crate's bench target (the gate's hook and decide(), the bundle, the runner,
-             the unslop hook, harness-mcp and the tool socket, the load), print the summary table
-             of medians, floors, ratios, targets and verdicts, and write docs/performance.md
+             its git tools, the unslop hook, harness-mcp and the tool socket, the load), print the
+             summary table of medians, floors, ratios, targets and verdicts, and write
+             docs/performance.md
              (`--runs N` timed runs per process, default 500; `--only SECTION`)
   demo       one whole session for each of the real Pi and Claude Code through harness-runner,
              against the scripted broker and model (`--endpoint URL --model M` with

@@ -68,6 +68,33 @@ impl HostSocket {
         upload: Option<&Path>,
         download: Option<&Path>,
     ) -> Result<HostReply, BackendError> {
+        let upload = upload.map(|path| std::fs::File::open(path).map_err(failed)).transpose()?;
+        let download = match download {
+            Some(path) => Some(
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(failed)?,
+            ),
+            None => None,
+        };
+        self.call_with(cap, op, args, upload.as_ref(), download.as_ref())
+    }
+
+    /// [`HostSocket::call`] through descriptors the caller opened: `upload` is sent whole from
+    /// its start, its size taken from the descriptor itself; the bytes the host sends are
+    /// written to `download` from where it stands. No path is opened, so nothing another
+    /// process puts at a path can take the place of either file.
+    pub fn call_with(
+        &self,
+        cap: &Capability,
+        op: &str,
+        args: &Value,
+        upload: Option<&std::fs::File>,
+        download: Option<&std::fs::File>,
+    ) -> Result<HostReply, BackendError> {
         let socket = &self.config.socket;
         let stream = UnixStream::connect(socket).map_err(|error| {
             failed(format!("the host socket {} is unreachable: {error}", socket.display()))
@@ -75,7 +102,7 @@ impl HostSocket {
         stream.set_read_timeout(Some(self.config.timeout)).map_err(failed)?;
         stream.set_write_timeout(Some(self.config.timeout)).map_err(failed)?;
         let size = match upload {
-            Some(path) => std::fs::metadata(path).map_err(failed)?.len(),
+            Some(file) => file.metadata().map_err(failed)?.len(),
             None => 0,
         };
         let mut header =
@@ -85,9 +112,9 @@ impl HostSocket {
         writer
             .write_all(header.as_bytes())
             .map_err(|error| failed(format!("sending to the host: {error}")))?;
-        if let Some(path) = upload {
-            let mut file = std::fs::File::open(path).map_err(failed)?;
-            let copied = io::copy(&mut (&mut file).take(size), &mut writer).map_err(failed)?;
+        if let Some(mut file) = upload {
+            io::Seek::seek(&mut file, io::SeekFrom::Start(0)).map_err(failed)?;
+            let copied = io::copy(&mut file.take(size), &mut writer).map_err(failed)?;
             if copied != size {
                 return Err(failed("the upload changed size while it was sent"));
             }
@@ -118,15 +145,9 @@ impl HostSocket {
             if bytes > self.config.max_bytes {
                 return Err(BackendError::Refused(RefusalCode::known("bundle-too-large")));
             }
-            let Some(path) = download else {
+            let Some(mut file) = download else {
                 return Err(failed(format!("the host sent {bytes} bytes that {op} does not take")));
             };
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-                .map_err(failed)?;
             let copied = io::copy(&mut (&mut reader).take(bytes), &mut file).map_err(failed)?;
             if copied != bytes {
                 return Err(failed(format!(

@@ -4,9 +4,11 @@
 //! writable, the turn's request readable, the unslop log appendable, the bundle readable, the
 //! programs and assets the manifest and run.json name readable and executable, the system
 //! directories the CLIs need; nothing else of the run directory (`RUN/tmp`, `RUN/turns`, the
-//! lock, run.json) and nothing else of the machine. The runner's git gets the same domain with
-//! `RUN/tmp`, where its bundles are, added. The domain's report goes to stderr at every turn.
+//! lock, run.json) and nothing else of the machine. The runner's git gets a domain of its own
+//! ([`git_domain`]): the workspace read only and its own repositories in `STATE/git`. The
+//! domain's report goes to stderr at every turn.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use harness_confine::{Domain, SessionPaths};
@@ -74,9 +76,23 @@ pub(crate) fn turn_domain(
     Ok(Confined(Arc::new(domain)))
 }
 
-/// The domain of the runner's git: the session's, with `RUN/tmp` (the bundles) added.
-pub(crate) fn git_domain(run_paths: &GitPaths) -> Result<Confined, String> {
-    harness_confine::prepare(&run_paths.paths.policy(run_paths.mode))
+/// The domain of the runner's git: the system directories, the workspace read only (the clone's
+/// object store, which the call's repository names as its alternate), and `STATE/git`, where
+/// the calls' repositories are, read and write; nothing of the run directory, nothing of the
+/// session directory, no socket.
+pub(crate) fn git_domain(git: &GitPaths) -> Result<Confined, String> {
+    let paths = SessionPaths {
+        // `SessionPaths` grants its workspace and session directory read and write: for git
+        // both are `STATE/git`. The workspace is granted as the bundle and a read file are:
+        // read only.
+        workspace: git.scratch.clone(),
+        session_dir: git.scratch.clone(),
+        bundle: git.workspace.clone(),
+        read_files: vec![git.workspace.clone()],
+        connect_ports: git.connect_ports.clone(),
+        ..SessionPaths::default()
+    };
+    harness_confine::prepare(&paths.policy(git.mode))
         .map(|domain| Confined(Arc::new(domain)))
         .map_err(|error| error.to_string())
 }
@@ -95,14 +111,20 @@ impl PreExec for Confined {
 /// What the git tools keep to build their domain.
 #[derive(Debug, Clone)]
 pub(crate) struct GitPaths {
-    paths: SessionPaths,
+    workspace: PathBuf,
+    /// `STATE/git`.
+    scratch: PathBuf,
+    connect_ports: Option<Vec<u16>>,
     mode: harness_confine::Mode,
 }
 
 impl GitPaths {
-    pub(crate) fn new(run: &Run, search_path: std::ffi::OsString) -> Self {
-        let mut paths = session_paths(run, search_path);
-        paths.scratch.push(RunDir::new(&run.dir).tmp());
-        Self { paths, mode: run.file.confine }
+    pub(crate) fn new(run: &Run) -> Self {
+        Self {
+            workspace: run.file.workspace.clone().into(),
+            scratch: run.state_dir().join("git"),
+            connect_ports: run.file.connect_ports.clone(),
+            mode: run.file.confine,
+        }
     }
 }

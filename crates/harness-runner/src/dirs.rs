@@ -1,4 +1,4 @@
-//! Directory handles: the run directory, its `turns/`, `session/` and `tmp/`, and the state
+//! Directory handles: the run directory, its `turns/` and `session/`, and the state
 //! directory, each opened once and everything beneath them reached through the descriptor.
 //!
 //! The session can write the run directory (with bash, or before a confinement change), so any
@@ -40,8 +40,6 @@ pub(crate) struct RunDirs {
     pub(crate) turns: Dir,
     /// `RUN/session/`.
     pub(crate) session: Dir,
-    /// `RUN/tmp/`.
-    pub(crate) tmp: Dir,
     /// The state directory (run.json `stateDir`, by default `RUN/state/`).
     pub(crate) state: Dir,
 }
@@ -58,7 +56,6 @@ impl RunDirs {
         Ok(Self {
             turns: dir.subdir(RunDir::TURNS)?,
             session: dir.subdir(RunDir::SESSION)?,
-            tmp: dir.subdir(RunDir::TMP)?,
             state,
             run: dir,
         })

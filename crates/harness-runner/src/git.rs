@@ -1,14 +1,17 @@
 //! The tools the runner answers itself through the host's sockets: the git tools
 //! (`push_working`, `fetch_review`, `land_work`) and `launch` (spec, "Typed tools").
 //!
-//! Commits move as git bundles. git runs with no system or global configuration and no hooks
-//! (`core.hooksPath=/dev/null`), the fetch with fsck on, under a 300 s clock; a bundle file
-//! lives in `RUN/tmp` only for the call and is deleted on every path; bundles are capped at
+//! Commits move as git bundles. git never runs on the session's clone: each call gets a bare
+//! repository of the runner's in `STATE/git/` (crate::git_repo), whose alternates name the
+//! clone's object store, and git runs there with the runner's configuration only
+//! (crate::git_safety), under a 300 s clock. The push bundle goes from git's stdout into a file
+//! with no name and from that descriptor to the host; the fetched bundle comes into the call's
+//! repository, which is removed with everything in it on every path. Bundles are capped at
 //! 32 MiB both ways.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use harness_bus::{Backend, BackendError, Capability, HostSocket, HostSocketConfig};
@@ -16,7 +19,8 @@ use harness_tools::{GitOp, Route, ToolDef};
 use serde_json::{Value, json};
 
 use crate::error::Refusal;
-use crate::supervise::{self, Spawn, StderrTo};
+use crate::git_repo::{CallRepo, Clone, Format, object_id};
+use crate::supervise::{self, Spawn, StderrTo, StdoutTo};
 
 /// The largest bundle moved either way.
 pub const MAX_BUNDLE_BYTES: u64 = 32 * 1024 * 1024;
@@ -36,15 +40,6 @@ fn failed(what: impl std::fmt::Display) -> BackendError {
     BackendError::Failed(what.to_string())
 }
 
-/// A file deleted when dropped, on every path.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// Returns true if and only if `name` is a plain git ref component path: `[A-Za-z0-9._/-]`, no
 /// `..`, no leading `-` or `/`, no `//`, no trailing `/` or `.lock`.
 fn plain_ref(name: &str) -> bool {
@@ -56,6 +51,7 @@ fn plain_ref(name: &str) -> bool {
         && !name.contains("..")
         && !name.contains("//")
         && !name.contains("/.")
+        && !name.contains(".lock/")
 }
 
 /// The git tools.
@@ -63,13 +59,13 @@ fn plain_ref(name: &str) -> bool {
 pub(crate) struct GitTools {
     host: HostSocket,
     workspace: PathBuf,
-    tmp: PathBuf,
+    /// The runner's state directory: the calls' repositories live in its `git/`.
+    state: PathBuf,
     clones: Vec<String>,
     /// `PATH` for git, from the runner's one environment source.
     path: OsString,
     /// True from a landing's start until its outcome arrives (a second one refuses land-busy).
     landing: AtomicBool,
-    serial: AtomicU64,
     /// What git's Landlock domain is built from (crate::confinement).
     confine: crate::confinement::GitPaths,
 }
@@ -78,7 +74,7 @@ impl GitTools {
     pub(crate) fn new(
         socket: PathBuf,
         workspace: PathBuf,
-        tmp: PathBuf,
+        state: PathBuf,
         clones: Vec<String>,
         path: OsString,
         confine: crate::confinement::GitPaths,
@@ -88,16 +84,7 @@ impl GitTools {
             timeout: HOST_TIMEOUT,
             max_bytes: MAX_BUNDLE_BYTES,
         });
-        Self {
-            host,
-            workspace,
-            tmp,
-            clones,
-            path,
-            landing: AtomicBool::new(false),
-            serial: AtomicU64::new(0),
-            confine,
-        }
+        Self { host, workspace, state, clones, path, landing: AtomicBool::new(false), confine }
     }
 
     /// The landing's outcome arrived: land_work may start another.
@@ -105,36 +92,37 @@ impl GitTools {
         self.landing.store(false, Ordering::SeqCst);
     }
 
-    fn bundle_path(&self, op: &str) -> TempFile {
-        let serial = self.serial.fetch_add(1, Ordering::Relaxed);
-        TempFile(self.tmp.join(format!("{op}-{}-{serial}.bundle", std::process::id())))
-    }
-
-    fn clone_dir(&self, project: &str) -> Result<PathBuf, BackendError> {
+    fn clone(&self, project: &str) -> Result<Clone, BackendError> {
         if !self.clones.iter().any(|clone| clone == project) {
             return Err(refused(Refusal::NotAClone));
         }
-        let dir = self.workspace.join(project);
-        crate::git_safety::check_git_dir(&dir).map_err(refused)?;
-        Ok(dir)
+        Clone::open(&self.workspace, project).map_err(refused)
     }
 
-    /// Runs git in `dir` with no system or global configuration and no hooks, under the
-    /// supervisor: its own process group, killed as a group at the deadline.
-    fn git(&self, dir: &Path, args: &[&str]) -> Result<String, BackendError> {
-        // Hardening (crate::git_safety): its environment, overrides and repository; and the
-        // session's own domain, with RUN/tmp for the bundles.
-        let env = crate::git_safety::environment(&self.tmp, self.path.clone());
-        let mut argv = crate::git_safety::global_args(dir);
-        argv.extend(["-C".into(), dir.as_os_str().to_owned()]);
+    fn call_repo(&self) -> Result<CallRepo, BackendError> {
+        CallRepo::create(&self.state)
+            .map_err(|error| failed(format!("could not make git's repository: {error}")))
+    }
+
+    /// Runs git on the call's repository `repo` (never on the clone), with the runner's
+    /// environment and configuration only, under the supervisor: its own process group, killed
+    /// as a group at the deadline, in git's Landlock domain.
+    fn git(
+        &self,
+        repo: &CallRepo,
+        args: &[&str],
+        stdout: StdoutTo,
+    ) -> Result<String, BackendError> {
+        let env = crate::git_safety::environment(repo.path(), self.path.clone());
+        let mut argv = crate::git_safety::global_args(repo.path());
         argv.extend(args.iter().map(OsString::from));
         let domain = crate::confinement::git_domain(&self.confine).map_err(failed)?;
         let outcome = supervise::run(Spawn {
             program: Path::new("git"),
             args: argv,
             env,
-            cwd: &self.tmp,
-            stdout: crate::supervise::StdoutTo::Thread(GIT_OUTPUT_CAP),
+            cwd: repo.path(),
+            stdout,
             stderr: StderrTo::Capture(GIT_OUTPUT_CAP),
             deadline: GIT_TIMEOUT,
             stop: None,
@@ -159,41 +147,52 @@ impl GitTools {
         if !plain_ref(branch) {
             return Err(refused(Refusal::BadBranch));
         }
-        let clone = self.clone_dir(project)?;
+        let clone = self.clone(project)?;
         let local = format!("refs/heads/{branch}");
-        let commit = self
-            .git(&clone, &["rev-parse", "--verify", "--quiet", &format!("{local}^{{commit}}")])
-            .map_err(|_| refused(Refusal::NoSuchBranch))?;
-        let bundle = self.bundle_path("push");
-        // UTF-8, as the run directory is (load_run): never a lossy stand-in for the path.
-        let path = bundle.0.to_str().ok_or_else(|| failed("the bundle path is not UTF-8"))?;
-        self.git(&clone, &["bundle", "create", "--quiet", path, &local])?;
-        // `RUN/tmp` is writable by the session: the bundle must still be the regular file git
-        // wrote, not a link or a FIFO put in its place.
-        let meta = std::fs::symlink_metadata(&bundle.0).map_err(failed)?;
-        if !meta.file_type().is_file() {
-            return Err(failed("the bundle git wrote was replaced by something else"));
-        }
-        let size = meta.len();
+        // The runner reads the branch itself: a link, a FIFO, a symbolic ref or anything but an
+        // id is no branch.
+        let commit = match clone.read_ref(&local) {
+            Ok(Some(commit)) => commit,
+            Ok(None) | Err(_) => return Err(refused(Refusal::NoSuchBranch)),
+        };
+        let repo = self.call_repo()?;
+        repo.init(Format::of(&commit), clone.objects_path(), &[])
+            .and_then(|()| repo.write_ref(&local, &commit))
+            .map_err(|error| failed(format!("could not prepare git's repository: {error}")))?;
+        self.git(
+            &repo,
+            &["rev-parse", "--verify", "--quiet", &format!("{local}^{{commit}}")],
+            StdoutTo::Thread(GIT_OUTPUT_CAP),
+        )
+        .map_err(|_| refused(Refusal::NoSuchBranch))?;
+        // git writes the bundle to its stdout, a file with no name the runner holds: nothing can
+        // put another file in its place between git and the host.
+        let bundle = repo.anonymous().map_err(failed)?;
+        let out = bundle.try_clone().map_err(failed)?;
+        self.git(&repo, &["bundle", "create", "--quiet", "-", &local], StdoutTo::File(out))?;
+        let size = bundle.metadata().map_err(failed)?.len();
         if size > MAX_BUNDLE_BYTES {
             return Err(refused(Refusal::BundleTooLarge));
         }
         let request =
             json!({"task_ref": task_ref, "project": project, "branch": branch, "commit": commit});
-        let reply = self.host.call(cap, GitOp::Push.as_str(), &request, Some(&bundle.0), None)?;
+        let reply =
+            self.host.call_with(cap, GitOp::Push.as_str(), &request, Some(&bundle), None)?;
         Ok(reply.result)
     }
 
     fn fetch(&self, cap: &Capability, args: &Value) -> Result<Value, BackendError> {
         let request = text(args, "request")?;
-        let bundle = self.bundle_path("fetch");
-        let reply = self.host.call(
+        let repo = self.call_repo()?;
+        let download = repo.create_file("review.bundle").map_err(failed)?;
+        let reply = self.host.call_with(
             cap,
             GitOp::Fetch.as_str(),
             &json!({"request": request}),
             None,
-            Some(&bundle.0),
+            Some(&download),
         )?;
+        drop(download);
         let (project, work_ref, commit) = (
             text(&reply.result, "project")
                 .map_err(|_| failed("the host's fetch reply names no project"))?,
@@ -202,35 +201,37 @@ impl GitTools {
             text(&reply.result, "commit")
                 .map_err(|_| failed("the host's fetch reply names no commit"))?,
         );
-        if !plain_ref(work_ref) || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !plain_ref(work_ref) || !object_id(commit) {
             return Err(failed("the host's fetch reply names a ref or commit git cannot take"));
         }
-        let clone = self.clone_dir(project)?;
+        let clone = self.clone(project)?;
+        repo.init(Format::of(commit), clone.objects_path(), &clone.ref_ids())
+            .map_err(|error| failed(format!("could not prepare git's repository: {error}")))?;
         let tracking = format!("refs/remotes/working/{work_ref}");
         let spec = format!("+refs/heads/{work_ref}:{tracking}");
-        // UTF-8, as the run directory is (load_run): never a lossy stand-in for the path.
-        let path = bundle.0.to_str().ok_or_else(|| failed("the bundle path is not UTF-8"))?;
+        // UTF-8, as the state directory is (run.json): never a lossy stand-in for the path.
+        let bundle = repo.path().join("review.bundle");
+        let path = bundle.to_str().ok_or_else(|| failed("the bundle path is not UTF-8"))?;
+        let quiet = StdoutTo::Thread(GIT_OUTPUT_CAP);
         self.git(
-            &clone,
-            &[
-                "-c",
-                "fetch.fsckObjects=true",
-                "-c",
-                "transfer.fsckObjects=true",
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                path,
-                &spec,
-            ],
+            &repo,
+            &["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", path, &spec],
+            quiet,
         )?;
-        let fetched = self.git(&clone, &["rev-parse", "--verify", "--quiet", &tracking])?;
+        // The runner reads what git wrote itself: one git process fewer.
+        let fetched = repo
+            .read_ref(&tracking)
+            .map_err(|error| failed(format!("could not read the fetched {tracking}: {error}")))?
+            .unwrap_or_default();
         if fetched != commit {
             return Err(failed(format!(
                 "the bundle's {work_ref} is {fetched}, not the reviewed {commit}"
             )));
         }
+        // The objects and the ref reach the clone through the runner's own descriptors.
+        clone.import(&repo).and_then(|()| clone.write_ref(&tracking, commit)).map_err(|error| {
+            failed(format!("could not write the review into the clone: {error}"))
+        })?;
         Ok(json!({"project": project, "ref": tracking, "commit": commit}))
     }
 

@@ -15,6 +15,7 @@ mod env;
 mod error;
 mod files;
 mod git;
+mod git_repo;
 mod git_safety;
 mod lock;
 mod machine;

@@ -305,10 +305,10 @@ impl<'a> Session<'a> {
             Arc::new(GitTools::new(
                 socket.clone().into(),
                 run.file.workspace.clone().into(),
-                dirs.tmp.path().to_owned(),
+                run.state_dir(),
                 run.tools.projects.clone(),
                 config.env.path(),
-                crate::confinement::GitPaths::new(run, config.env.path()),
+                crate::confinement::GitPaths::new(run),
             ))
         });
         let state = load_state(dirs);

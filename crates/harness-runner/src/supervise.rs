@@ -61,7 +61,7 @@ pub(crate) enum StderrTo {
 }
 
 /// How the child's stdout is read.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) enum StdoutTo {
     /// By a thread of its own, into at most this many bytes: a turn's answer, git's output.
     Thread(usize),
@@ -69,6 +69,8 @@ pub(crate) enum StdoutTo {
     /// thread, so nothing of one (its cached stack, its malloc arena) stays in the runner's
     /// memory after a short output such as the CLI's `--version` at start.
     Inline(usize),
+    /// Written to this file, the caller's own descriptor (git's push bundle): nothing is kept.
+    File(std::fs::File),
 }
 
 /// What to start and how.
@@ -229,8 +231,21 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
         .envs(spawn.env.iter().map(|(key, value)| (key, value)))
         .current_dir(spawn.cwd)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
         .process_group(0);
+    let stdout_to = match spawn.stdout {
+        StdoutTo::File(file) => {
+            command.stdout(Stdio::from(file));
+            None
+        }
+        StdoutTo::Thread(cap) => {
+            command.stdout(Stdio::piped());
+            Some((cap, false))
+        }
+        StdoutTo::Inline(cap) => {
+            command.stdout(Stdio::piped());
+            Some((cap, true))
+        }
+    };
     if let Some(hook) = spawn.pre_exec {
         hook.prepare(&mut command);
     }
@@ -244,10 +259,10 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
             kill_group(group);
         }
     };
-    let (stdout, inline) = match (child.stdout.take(), spawn.stdout) {
-        (Some(pipe), StdoutTo::Thread(cap)) => (Some(Capture::start(pipe, cap)), None),
-        (Some(pipe), StdoutTo::Inline(cap)) => (None, Some(Inline::new(pipe, cap))),
-        (None, _) => (None, None),
+    let (stdout, inline) = match (child.stdout.take(), stdout_to) {
+        (Some(pipe), Some((cap, false))) => (Some(Capture::start(pipe, cap)), None),
+        (Some(pipe), Some((cap, true))) => (None, Some(Inline::new(pipe, cap))),
+        _ => (None, None),
     };
     let stderr = match (child.stderr.take(), capture_stderr) {
         (Some(pipe), Some(cap)) => Some(Capture::start(pipe, cap)),

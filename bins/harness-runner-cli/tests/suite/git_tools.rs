@@ -62,8 +62,13 @@ fn tool(fx: &Fixture, name: &str, args: Value) -> (bool, String) {
     (reply["ok"] == true, reply["text"].as_str().unwrap().to_owned())
 }
 
+/// Returns true if and only if no git call left anything behind: `RUN/tmp` is empty, and so is
+/// `STATE/git`, where each call's repository lives while it runs.
 fn tmp_is_empty(fx: &Fixture) -> bool {
-    std::fs::read_dir(fx.run.join("tmp")).unwrap().next().is_none()
+    let empty = |dir: std::path::PathBuf| {
+        std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
+    };
+    empty(fx.run.join("tmp")) && empty(fx.run.join("state/git"))
 }
 
 fn start(fx: &Fixture) -> std::process::Child {
@@ -180,6 +185,32 @@ fn fetch_review_fetches_into_remote_tracking_refs_without_hooks_or_checkout() {
     assert!(tmp_is_empty(&fx));
     let (ok, text) = tool(&fx, "fetch_review", json!({"request": "rr-404"}));
     assert!(!ok && text == "refused: no-such-review", "{text}");
+
+    // A review holding a malformed object (a commit whose author line has no date) is refused
+    // by fsck: nothing of it reaches the clone.
+    let tree = git(&host.working(), &["mktree"]).unwrap();
+    let bad = fx.workspace.parent().unwrap().join("bad-commit");
+    std::fs::write(
+        &bad,
+        format!("tree {tree}\nauthor bad <x> notatime\ncommitter t <t@x> 1 +0000\n\nbad\n"),
+    )
+    .unwrap();
+    let bad_commit = git(
+        &host.working(),
+        &["hash-object", "-t", "commit", "-w", "--literally", bad.to_str().unwrap()],
+    )
+    .unwrap();
+    git(&host.working(), &["update-ref", &format!("refs/heads/{}", work_ref(8)), &bad_commit])
+        .unwrap();
+    host.review("rr-bad", "web", &work_ref(8));
+    let (ok, text) = tool(&fx, "fetch_review", json!({"request": "rr-bad"}));
+    assert!(!ok && text.contains("fsck"), "{text}");
+    assert!(git(&web, &["cat-file", "-e", &bad_commit]).is_err(), "the object reached the clone");
+    assert!(
+        git(&web, &["rev-parse", "--verify", &format!("refs/remotes/working/{}", work_ref(8))])
+            .is_err()
+    );
+    assert!(tmp_is_empty(&fx));
     terminate(&child);
     assert_eq!(finish(child, LIMIT).status.code(), Some(0));
 }

@@ -77,11 +77,6 @@ fn a_link_in_place_of_the_default_state_directory_is_never_written_through() {
 }
 
 #[test]
-fn a_link_in_place_of_the_runners_tmp_is_never_written_through() {
-    check("tmp", Expect::Refused);
-}
-
-#[test]
 fn a_link_in_place_of_the_clis_tmp_at_the_start_is_never_written_through() {
     check("session/tmp", Expect::Refused);
 }
