@@ -17,6 +17,7 @@ mod file_url;
 /// writes trees (`cargo xtask fuzz`, and this crate's own tests).
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
+mod ignore_files;
 mod node_path;
 mod pattern;
 mod pi_paths;
@@ -26,7 +27,7 @@ mod walk;
 
 pub use call::{CallError, ToolCall};
 pub use decide::{Block, Decision, Rule, decide};
-pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
+pub use policy::{Harness, Policy, PolicyConfig, PolicyError, ToolEnv};
 pub use test_hooks::panic_for_test;
 
 /// JavaScript's `trim` white space, which the gate copies for Claude Code 2.1.296's paths;
