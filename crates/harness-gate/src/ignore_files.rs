@@ -6,7 +6,8 @@
 //! decides which files a search lists. A search is therefore allowed only when every such file it
 //! may read is absent or resolves to a file inside the workspace (docs/gate.md, "Ignore files").
 //!
-//! What ripgrep 14 and fd 10 read (both through the `ignore` crate, plus fd's own file):
+//! What ripgrep and fd read (both through the `ignore` crate, plus fd's own file; seen with the
+//! ripgrep 13 Pi runs from `PATH` here, Claude Code's embedded one, and fd 10.5):
 //! - in every directory they enter, and in every ancestor of the search root: `.ignore`,
 //!   `.rgignore` (ripgrep), `.fdignore` (fd), `.gitignore`, and, where `.git` is, git's
 //!   `info/exclude` (for a `.git` file: `gitdir:`, then that directory's `commondir`);

@@ -6,8 +6,10 @@
 //! through Pi 0.85.1's own normalisation, ported in [`pi`], and through the kernel's symlink
 //! rules, walked with `lstat` and `readlink`.
 //!
-//! The gate does no I/O but `stat` and `readlink`, never writes, and never looks at its own
-//! working directory. It is not the sandbox: bash, a link swapped between the check and the
+//! For a search (Pi's grep and find, Claude Code's Grep) it also lists the searched tree and
+//! reads the first line of a `.git` file, a `commondir` and a git config, to check the ignore
+//! files ripgrep and fd open on their own. Beyond that the gate does no I/O but `stat` and
+//! `readlink`, never writes, and never looks at its own working directory. It is not the sandbox: bash, a link swapped between the check and the
 //! open, and a hard link are out of its reach (docs/gate.md).
 
 mod call;
