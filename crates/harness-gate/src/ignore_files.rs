@@ -21,12 +21,14 @@
 //! tool, running as the same user, cannot open it either.
 
 use std::collections::HashSet;
-use std::ffi::OsStr;
+use std::ffi::{CString, OsStr};
+use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 
 use crate::decide::{Block, Rule};
@@ -232,28 +234,41 @@ impl Checker<'_> {
 
     /// The tree below `root` (a real directory path inside the workspace), without following
     /// links: every ignore file that is a symlink must resolve inside, every `.git` too.
+    ///
+    /// Depth first, one `getdents` buffer for the whole walk; a directory is opened only when
+    /// its turn comes, relative to its parent's descriptor, so the descriptors open at once are
+    /// those of the current path (a directory with thousands of subdirectories does not open them
+    /// all).
     fn tree(&mut self, root: &Path) -> Result<(), Block> {
         if !self.seen.insert(root.to_path_buf()) {
             return Ok(());
         }
         let Some(fd) = open_dir(None, root, root)? else { return Ok(()) };
-        let mut stack = vec![(root.to_path_buf(), fd)];
-        while let Some((path, fd)) = stack.pop() {
-            self.directory(&path, fd, &mut stack)?;
+        let mut buffer = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
+        let mut pending: Vec<Pending> = Vec::new();
+        self.directory(root, &Rc::new(fd), &mut buffer, &mut pending)?;
+        while let Some(Pending { parent, name, path }) = pending.pop() {
+            let Some(fd) = open_dir(Some(&parent), name.as_c_str(), &path)? else { continue };
+            // The parent's descriptor closes once its last subdirectory is opened.
+            drop(parent);
+            self.directory(&path, &Rc::new(fd), &mut buffer, &mut pending)?;
         }
         Ok(())
     }
 
+    /// Lists one directory: checks its ignore-file links and its `.git`, and queues its
+    /// subdirectories.
     fn directory(
         &mut self,
         path: &Path,
-        fd: OwnedFd,
-        stack: &mut Vec<(PathBuf, OwnedFd)>,
+        fd: &Rc<OwnedFd>,
+        buffer: &mut [MaybeUninit<u8>],
+        pending: &mut Vec<Pending>,
     ) -> Result<(), Block> {
-        let mut dir = Dir::read_from(&fd).map_err(|errno| unreadable(path, errno))?;
-        let mut subdirs: Vec<Vec<u8>> = Vec::new();
         let mut has_git = false;
-        for entry in &mut dir {
+        let mut links = Vec::new();
+        let mut entries = RawDir::new(&**fd, buffer);
+        while let Some(entry) = entries.next() {
             let entry = entry.map_err(|errno| unreadable(path, errno))?;
             let name = entry.file_name();
             let bytes = name.to_bytes();
@@ -262,7 +277,7 @@ impl Checker<'_> {
             }
             let mut kind = entry.file_type();
             if kind == FileType::Unknown {
-                kind = match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                kind = match rustix::fs::statat(&**fd, name, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(stat) => FileType::from_raw_mode(stat.st_mode),
                     Err(_) => continue,
                 };
@@ -272,25 +287,31 @@ impl Checker<'_> {
             } else if kind == FileType::Symlink
                 && IGNORE_NAMES.iter().any(|ignore| ignore.as_bytes() == bytes)
             {
-                let file = path.join(OsStr::from_bytes(bytes));
-                inside_file(self.policy, &file, "the ignore file")?;
+                links.push(path.join(OsStr::from_bytes(bytes)));
             }
             if kind == FileType::Directory {
-                subdirs.push(bytes.to_vec());
+                pending.push(Pending {
+                    parent: Rc::clone(fd),
+                    name: name.to_owned(),
+                    path: path.join(OsStr::from_bytes(bytes)),
+                });
             }
+        }
+        for link in &links {
+            inside_file(self.policy, link, "the ignore file")?;
         }
         if has_git {
             self.git_exclude(path)?;
         }
-        for name in subdirs {
-            let child = path.join(OsStr::from_bytes(&name));
-            let Ok(c_name) = std::ffi::CString::new(name) else { continue };
-            if let Some(child_fd) = open_dir(Some(&fd), c_name.as_c_str(), &child)? {
-                stack.push((child, child_fd));
-            }
-        }
         Ok(())
     }
+}
+
+/// A directory still to list: its parent's descriptor, its name there, its path for messages.
+struct Pending {
+    parent: Rc<OwnedFd>,
+    name: CString,
+    path: PathBuf,
 }
 
 /// Opens a directory without following a link; `None` when the tool could not open it either
