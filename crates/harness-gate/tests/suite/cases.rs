@@ -672,3 +672,28 @@ fn claude_read_fallback_swaps_the_first_occurrence_in_the_whole_path() {
     let lower = "ws/a.txt\nws/d\u{202f}am.png -> ../outside\noutside/shot am.png";
     check(lower, r#"claude Read {"file_path":"$WS/d am.png/shot am.png"}"#, "allow");
 }
+
+#[test]
+fn decisions_for_ignore_files_the_spec_is_silent_on() {
+    use harness_gate::{Harness, Policy, PolicyConfig, ToolCall, decide};
+    // A dangling ignore-file link opens nothing.
+    check("ws/a.txt\nws/sub/.gitignore -> nowhere", r#"pi grep {"pattern":"x"}"#, "allow");
+    // A home inside the workspace: its git config is a workspace file, but one naming an
+    // excludes file would let that file decide.
+    let built = super::tree::Tree::build("ws/a.txt\nhome -> ws\nws/.gitconfig");
+    assert_eq!(built.decide(r#"pi grep {"pattern":"x"}"#), "allow");
+    std::fs::write(built.root.join("ws/.gitconfig"), "[core]\n\texcludesFile = /etc/x\n").unwrap();
+    assert_eq!(built.decide(r#"pi grep {"pattern":"x"}"#), "block cannot-check");
+    assert_eq!(built.decide(r#"pi read {"path":"a.txt"}"#), "allow");
+    // Without HOME, where the global files are is unknown.
+    let policy = Policy::new(PolicyConfig {
+        harness: Harness::Pi,
+        workspace: built.workspace.clone(),
+        tools: vec!["grep".to_owned(), "read".to_owned()],
+        typed: Vec::new(),
+        home: None,
+    })
+    .unwrap();
+    let grep = ToolCall { tool: "grep".to_owned(), input: serde_json::json!({"pattern": "x"}) };
+    assert_eq!(super::tree::render(&decide(&policy, &grep)), "block cannot-check");
+}
