@@ -282,3 +282,48 @@ fn claude_code_read_fallback_spellings_are_refused_by_the_gate() {
     run.assert_holds("toolu_read", INSIDE);
     run.assert_never_sent(SECRET);
 }
+
+/// The same searches in an ordinary workspace (its own `.gitignore`, a git `info/exclude`, an
+/// ignore file that is a link inside) go through, and the workspace's own rules still apply.
+#[test]
+fn ordinary_searches_go_through_with_the_workspace_rules() {
+    let Some(pi) = require_cli(Cli::Pi) else { return };
+    let Some(claude) = require_cli(Cli::Claude) else { return };
+    for cli in [Cli::Pi, Cli::Claude] {
+        let run = Run::new();
+        std::fs::create_dir_all(run.work.join(".git/info")).unwrap();
+        std::fs::write(run.work.join(".git/info/exclude"), "# nothing\n").unwrap();
+        std::fs::write(run.work.join(".gitignore"), "skipped.txt\n").unwrap();
+        std::fs::write(run.work.join("skipped.txt"), format!("{INSIDE} but ignored\n")).unwrap();
+        std::fs::create_dir(run.work.join("sub")).unwrap();
+        std::fs::write(run.work.join("sub/rules"), "*.tmp\n").unwrap();
+        symlink("rules", run.work.join("sub/.ignore")).unwrap();
+        match cli {
+            Cli::Pi => run.pi(
+                &pi,
+                &["grep", "find"],
+                &[
+                    ("toolu_grep", "grep", json!({"pattern": "findme"})),
+                    ("toolu_find", "find", json!({"pattern": "*.txt"})),
+                ],
+            ),
+            Cli::Claude => run.claude(
+                &claude,
+                &["Grep"],
+                &[("toolu_grep", "Grep", json!({"pattern": "findme", "output_mode": "content"}))],
+            ),
+        }
+        run.assert_holds("toolu_grep", "notes.txt");
+        let requests = run.requests();
+        let results: Vec<_> = requests.iter().flat_map(|call| call.tool_results()).collect();
+        for result in &results {
+            assert!(
+                !result.text.contains("skipped.txt"),
+                "the workspace's .gitignore: {result:#?}"
+            );
+        }
+        if cli == Cli::Pi {
+            run.assert_holds("toolu_find", "notes.txt");
+        }
+    }
+}
