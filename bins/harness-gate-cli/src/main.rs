@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use harness_gate::{Decision, Policy, ToolCall, decide};
+use harness_gate::{Decision, Policy, ToolCall, ToolEnv, decide};
 
 /// The most stdin the gate reads; a Write of a large file carries its content in the payload.
 const MAX_PAYLOAD: u64 = 64 << 20;
@@ -107,7 +107,9 @@ fn run() -> Result<Decision, String> {
     let policy_text = std::fs::read(&policy_path)
         .map_err(|error| format!("cannot read the policy {policy_path:?}: {error}"))?;
     let home = std::env::var("HOME").ok();
-    let policy = Policy::from_json(&policy_text, home).map_err(|error| error_chain(&error))?;
+    let policy = Policy::from_json(&policy_text, home)
+        .map_err(|error| error_chain(&error))?
+        .with_tool_env(ToolEnv::from_process());
     let mut payload = Vec::new();
     std::io::stdin()
         .take(MAX_PAYLOAD + 1)

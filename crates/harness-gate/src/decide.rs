@@ -7,6 +7,7 @@ use harness_contract::{BuiltinTool, PathField, PathKind};
 use serde_json::Value;
 
 use crate::call::ToolCall;
+use crate::ignore_files;
 use crate::node_path;
 use crate::pattern;
 use crate::pi_paths::{self, NormalizeOptions};
@@ -174,6 +175,8 @@ fn check_args(policy: &Policy, call: &ToolCall, tool: &BuiltinTool) -> Result<()
     let object = input_object(call)?;
     // Where a pattern is relative to: the tool's own path argument, or the workspace.
     let mut search_bases: Option<Vec<String>> = None;
+    // Where a search tool walks: every form of its path (each already checked to be inside).
+    let mut search_roots: Vec<String> = Vec::new();
     for &PathField { name: field, kind } in tool.fields {
         match kind {
             PathKind::Path { required, read } => {
@@ -199,6 +202,7 @@ fn check_args(policy: &Policy, call: &ToolCall, tool: &BuiltinTool) -> Result<()
                 if read {
                     check_spellings(policy, raw, &candidates.primary)?;
                 }
+                search_roots.extend(candidates.primary);
                 search_bases = Some(candidates.lexical);
             }
             PathKind::Pattern { required, absolute_base } => {
@@ -221,6 +225,10 @@ fn check_args(policy: &Policy, call: &ToolCall, tool: &BuiltinTool) -> Result<()
                 }
             }
         }
+    }
+    // Last, as the most costly check: what the search tool reads on its own below its path.
+    if let Some(search) = ignore_files::search_of(policy.harness, call.tool.as_str()) {
+        ignore_files::check(policy, search, &search_roots)?;
     }
     Ok(())
 }
@@ -420,7 +428,7 @@ fn check_resolved(policy: &Policy, raw: &str, candidate: &str) -> Result<PathBuf
 /// Checks every other spelling of each resolved read path that exists as a name.
 fn check_spellings(policy: &Policy, raw: &str, primary: &[String]) -> Result<(), Block> {
     for resolved in primary {
-        for spelling in pi_paths::read_spellings(resolved) {
+        for spelling in pi_paths::read_spellings(policy.harness, resolved) {
             if std::fs::symlink_metadata(&spelling).is_ok() {
                 check_resolved(policy, raw, &spelling)?;
             }

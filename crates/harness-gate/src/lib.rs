@@ -6,8 +6,10 @@
 //! through Pi 0.85.1's own normalisation, ported in [`pi`], and through the kernel's symlink
 //! rules, walked with `lstat` and `readlink`.
 //!
-//! The gate does no I/O but `stat` and `readlink`, never writes, and never looks at its own
-//! working directory. It is not the sandbox: bash, a link swapped between the check and the
+//! For a search (Pi's grep and find, Claude Code's Grep) it also lists the searched tree and
+//! reads the first line of a `.git` file, a `commondir` and a git config, to check the ignore
+//! files ripgrep and fd open on their own. Beyond that the gate does no I/O but `stat` and
+//! `readlink`, never writes, and never looks at its own working directory. It is not the sandbox: bash, a link swapped between the check and the
 //! open, and a hard link are out of its reach (docs/gate.md).
 
 mod call;
@@ -17,6 +19,7 @@ mod file_url;
 /// writes trees (`cargo xtask fuzz`, and this crate's own tests).
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
+mod ignore_files;
 mod node_path;
 mod pattern;
 mod pi_paths;
@@ -26,7 +29,7 @@ mod walk;
 
 pub use call::{CallError, ToolCall};
 pub use decide::{Block, Decision, Rule, decide};
-pub use policy::{Harness, Policy, PolicyConfig, PolicyError};
+pub use policy::{Harness, Policy, PolicyConfig, PolicyError, ToolEnv};
 pub use test_hooks::panic_for_test;
 
 /// JavaScript's `trim` white space, which the gate copies for Claude Code 2.1.296's paths;

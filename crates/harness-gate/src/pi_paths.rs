@@ -150,12 +150,62 @@ fn pi_read_spellings(resolved: &str) -> [String; 4] {
     [am_pm_spelling(resolved), nfd, curly_spelling(resolved), nfd_curly]
 }
 
-/// Every other spelling of `resolved` that Pi's read or Claude Code's Read might open instead:
-/// Pi's four, and Claude Code's U+202F-to-space swap. The resolved path itself is left out.
-pub(crate) fn read_spellings(resolved: &str) -> Vec<String> {
-    let mut spellings: Vec<String> = Vec::with_capacity(5);
+/// Claude Code 2.1.296's Read fallback, tried when the file does not exist (`cXe` in its
+/// binary): `let n=path.basename(e),r=/^(.+)([ \u202F])(AM|PM)(\.png)$/,s=n.match(r);if(!s)return;
+/// let h=s[2],y=h===" "?"\u202F":" ";return e.replace(`${h}${s[3]}${s[4]}`,`${y}${s[3]}${s[4]}`)`.
+/// The basename must match (case-sensitive `AM`/`PM`, `.png`, at least one character before the
+/// separator and none of them a JavaScript line terminator); then the FIRST occurrence of the
+/// separator, `AM`/`PM` and `.png` in the whole path, a directory component included, is
+/// swapped for the other separator, on every platform.
+pub(crate) fn claude_read_spelling(resolved: &str) -> Option<String> {
+    let (separator, ending) = claude_screenshot_name(resolved)?;
+    let other = if separator == ' ' { '\u{202F}' } else { ' ' };
+    Some(resolved.replacen(&format!("{separator}{ending}"), &format!("{other}{ending}"), 1))
+}
+
+/// The separator and `AM.png`/`PM.png` of a basename matching `^(.+)([ \u202F])(AM|PM)(\.png)$`.
+fn claude_screenshot_name(path: &str) -> Option<(char, &str)> {
+    let base = node_basename(path);
+    let ending = ["AM.png", "PM.png"].into_iter().find(|ending| base.ends_with(ending))?;
+    let head = &base[..base.len() - ending.len()];
+    let separator = head.chars().next_back()?;
+    let before = &head[..head.len() - separator.len_utf8()];
+    let line_terminator = |c: char| matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}');
+    let matched = matches!(separator, ' ' | '\u{202F}')
+        && !before.is_empty()
+        && !before.chars().any(line_terminator);
+    matched.then_some((separator, ending))
+}
+
+/// Node's `path.posix.basename` for an absolute path: the last segment, trailing `/`s ignored.
+fn node_basename(path: &str) -> &str {
+    let trimmed = path.trim_end_matches('/');
+    trimmed.rsplit('/').next().unwrap_or(trimmed)
+}
+
+/// A wider reading of the same fallback, kept as a margin: the first separator of the whole path
+/// (space or U+202F, whichever comes first) swapped for the other one, when the basename matches.
+fn claude_first_separator_spelling(resolved: &str) -> Option<String> {
+    claude_screenshot_name(resolved)?;
+    let (at, found) = resolved.char_indices().find(|(_, c)| matches!(c, ' ' | '\u{202F}'))?;
+    let other = if found == ' ' { "\u{202F}" } else { " " };
+    Some(format!("{}{other}{}", &resolved[..at], &resolved[at + found.len_utf8()..]))
+}
+
+/// Every other spelling of `resolved` that the harness's read tool might open instead; the
+/// resolved path itself is left out. Pi: its four (`resolveReadPath`). Claude Code: its own
+/// fallback ([`claude_read_spelling`]) and the margin beside it, plus, as before, Pi's four and
+/// the U+202F-to-space swap before `AM.`/`PM.` anywhere in the path.
+pub(crate) fn read_spellings(harness: crate::policy::Harness, resolved: &str) -> Vec<String> {
+    let mut spellings: Vec<String> = Vec::with_capacity(7);
     let [am_pm, nfd, curly, nfd_curly] = pi_read_spellings(resolved);
-    for spelling in [am_pm, nfd, curly, nfd_curly, am_pm_space_spelling(resolved)] {
+    let mut all = vec![am_pm, nfd, curly, nfd_curly];
+    if harness == crate::policy::Harness::ClaudeCode {
+        all.push(am_pm_space_spelling(resolved));
+        all.extend(claude_read_spelling(resolved));
+        all.extend(claude_first_separator_spelling(resolved));
+    }
+    for spelling in all {
         if spelling != resolved && !spellings.contains(&spelling) {
             spellings.push(spelling);
         }
@@ -181,6 +231,7 @@ pub fn resolve_read_path(path: &str, cwd: &str, home: Option<&str>) -> Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Harness;
 
     const HOME: Option<&str> = Some("/home/jo");
 
@@ -221,7 +272,35 @@ mod tests {
         assert_eq!(am_pm_spelling("/s/a AMX"), "/s/a AMX");
         assert_eq!(curly_spelling("/jo's/x"), "/jo\u{2019}s/x");
         assert_eq!(nfd("/caf\u{e9}"), "/cafe\u{301}");
-        assert_eq!(read_spellings("/plain/name"), Vec::<String>::new());
-        assert_eq!(read_spellings("/d'\u{e9}").len(), 3);
+        assert_eq!(read_spellings(Harness::Pi, "/plain/name"), Vec::<String>::new());
+        assert_eq!(read_spellings(Harness::Pi, "/d'\u{e9}").len(), 3);
+    }
+
+    #[test]
+    fn claude_fallback_swaps_the_first_occurrence_in_the_whole_path() {
+        let nnbsp = '\u{202F}';
+        // The directory's spelling changes, not the basename's: the first occurrence wins.
+        assert_eq!(
+            claude_read_spelling("/ws/d AM.png/shot AM.png").as_deref(),
+            Some(format!("/ws/d{nnbsp}AM.png/shot AM.png").as_str())
+        );
+        assert_eq!(
+            claude_read_spelling(&format!("/ws/e{nnbsp}AM.png/shot{nnbsp}AM.png")).as_deref(),
+            Some(format!("/ws/e AM.png/shot{nnbsp}AM.png").as_str())
+        );
+        assert_eq!(
+            claude_read_spelling("/ws/a b/shot 1 PM.png").as_deref(),
+            Some(format!("/ws/a b/shot 1{nnbsp}PM.png").as_str())
+        );
+        // Not a match: lower case, another extension, nothing before the separator, a newline.
+        for name in ["/ws/shot am.png", "/ws/shot AM.jpg", "/ws/ AM.png", "/ws/a\nb AM.png"] {
+            assert_eq!(claude_read_spelling(name), None, "{name:?}");
+        }
+        assert_eq!(
+            claude_first_separator_spelling("/ws/a b/shot PM.png").as_deref(),
+            Some(format!("/ws/a{nnbsp}b/shot PM.png").as_str())
+        );
+        assert!(read_spellings(Harness::Pi, "/ws/d AM.png/shot AM.png").len() == 1);
+        assert!(read_spellings(Harness::ClaudeCode, "/ws/d AM.png/shot AM.png").len() >= 2);
     }
 }

@@ -70,6 +70,29 @@ pub struct PolicyConfig {
     pub home: Option<String>,
 }
 
+/// What the environment the tools run in tells ripgrep and fd to read on their own (besides
+/// `HOME`, which is [`PolicyConfig::home`]): the gate, started by the CLI, has the CLI's
+/// environment, which the CLI passes on to the tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolEnv {
+    /// `XDG_CONFIG_HOME`, where the global git and fd ignore files are looked for; `None` when
+    /// unset or empty (then `$HOME/.config`).
+    pub xdg_config_home: Option<String>,
+    /// `RIPGREP_CONFIG_PATH`, a file ripgrep reads arguments from; `None` when unset or empty.
+    pub ripgrep_config_path: Option<String>,
+}
+
+impl ToolEnv {
+    /// Reads both variables from this process's environment.
+    pub fn from_process() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        Self {
+            xdg_config_home: var("XDG_CONFIG_HOME"),
+            ripgrep_config_path: var("RIPGREP_CONFIG_PATH"),
+        }
+    }
+}
+
 /// A validated policy: the workspace exists and its real path is known.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -81,6 +104,7 @@ pub struct Policy {
     pub(crate) tools: Vec<String>,
     pub(crate) typed: Vec<String>,
     pub(crate) home: Option<String>,
+    pub(crate) tool_env: ToolEnv,
 }
 
 impl Policy {
@@ -130,7 +154,14 @@ impl Policy {
             tools: config.tools,
             typed: config.typed,
             home: config.home.filter(|home| !home.is_empty()),
+            tool_env: ToolEnv::default(),
         })
+    }
+
+    /// The policy with the tools' environment `env` (by default, neither variable is set).
+    pub fn with_tool_env(mut self, env: ToolEnv) -> Self {
+        self.tool_env = env;
+        self
     }
 
     /// The harness this policy is for.

@@ -225,3 +225,34 @@ impl GateScenario {
 fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
+
+/// The uid and gid a real CLI runs as when the tests run as root (`nobody` on Linux).
+pub const UNPRIVILEGED_ID: u32 = 65534;
+
+/// Makes `command` run as an unprivileged user when this process is root, as a session does in
+/// a real deployment: root reads every file whatever its mode, so an entry the CLI's tools cannot
+/// read (a mode 000 directory) only means something to another user. Gives every entry under
+/// `tree` (the sandbox the command works in) to that user first, without following links, so it
+/// can read and write what the CLI would own. Does nothing when not root.
+pub fn run_unprivileged(command: &mut Command, tree: &Path) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    give_tree(tree)?;
+    command.uid(UNPRIVILEGED_ID).gid(UNPRIVILEGED_ID);
+    Ok(())
+}
+
+/// `lchown`s `path` and everything below it to [`UNPRIVILEGED_ID`].
+fn give_tree(path: &Path) -> io::Result<()> {
+    let id = Some(UNPRIVILEGED_ID);
+    std::os::unix::fs::lchown(path, id, id)?;
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            give_tree(&entry?.path())?;
+        }
+    }
+    Ok(())
+}

@@ -26,6 +26,12 @@ export HOME="$MOSAIC_SESSION_DIR/home"
 export CLAUDE_CONFIG_DIR="$MOSAIC_SESSION_DIR/claude-config"
 export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
   DISABLE_ERROR_REPORTING=1
+# ripgrep and fd (the search tools' engines) read ignore files and config on their own: the
+# global ones only under the session's home, never where the caller's environment points, and no
+# argument file; Claude Code keeps its embedded ripgrep, which it runs with --no-config. The gate
+# refuses a search that would read such a file outside the workspace (docs/gate.md, "Ignore files").
+export XDG_CONFIG_HOME="$HOME/.config"
+unset RIPGREP_CONFIG_PATH USE_BUILTIN_RIPGREP
 mkdir -p "$HOME" "$CLAUDE_CONFIG_DIR"
 cd "$MOSAIC_WORKSPACE"
 

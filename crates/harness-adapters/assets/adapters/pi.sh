@@ -19,6 +19,12 @@ done
 export HOME="$MOSAIC_SESSION_DIR/home"
 export PI_CODING_AGENT_DIR="$MOSAIC_SESSION_DIR/pi-agent"
 export PI_OFFLINE=1
+# ripgrep and fd (the search tools' engines) read ignore files and config on their own: the
+# global ones only under the session's home, never where the caller's environment points, and no
+# argument file; Claude Code keeps its embedded ripgrep, which it runs with --no-config. The gate
+# refuses a search that would read such a file outside the workspace (docs/gate.md, "Ignore files").
+export XDG_CONFIG_HOME="$HOME/.config"
+unset RIPGREP_CONFIG_PATH USE_BUILTIN_RIPGREP
 mkdir -p "$HOME" "$PI_CODING_AGENT_DIR" "$MOSAIC_SESSION_DIR/pi-sessions"
 cd "$MOSAIC_WORKSPACE"
 

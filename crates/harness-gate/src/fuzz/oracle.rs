@@ -189,7 +189,8 @@ fn claude_opens(
                 push_open(out, Open::Path(joined(base, &form)));
             }
             if read {
-                for spelling in read_spellings(&resolved) {
+                let fallback = claude_read_fallback(&resolved);
+                for spelling in read_spellings(&resolved).into_iter().chain(fallback) {
                     if std::fs::symlink_metadata(&spelling).is_ok() {
                         push_open(out, Open::Path(spelling));
                     }
@@ -350,6 +351,26 @@ fn read_spellings(resolved: &str) -> Vec<String> {
     spellings
 }
 
+/// Claude Code 2.1.296's Read fallback, rebuilt here from its source apart from the gate's copy:
+/// `n=path.basename(e)` must match `/^(.+)([ \u202F])(AM|PM)(\.png)$/`, and then
+/// `e.replace(sep+ampm+".png", other+ampm+".png")`, the first occurrence in the whole path.
+fn claude_read_fallback(resolved: &str) -> Option<String> {
+    let name = resolved.trim_end_matches('/').rsplit('/').next()?;
+    let stem = name.strip_suffix(".png")?;
+    let am_pm = ["AM", "PM"].into_iter().find(|letters| stem.ends_with(letters))?;
+    let mut head = stem[..stem.len() - 2].chars();
+    let separator = head.next_back()?;
+    let rest = head.as_str();
+    let terminator = |c: char| ['\n', '\r', '\u{2028}', '\u{2029}'].contains(&c);
+    if !matches!(separator, ' ' | '\u{202F}') || rest.is_empty() || rest.contains(terminator) {
+        return None;
+    }
+    let other = if separator == ' ' { '\u{202F}' } else { ' ' };
+    let find = format!("{separator}{am_pm}.png");
+    let at = resolved.find(&find)?;
+    Some(format!("{}{other}{am_pm}.png{}", &resolved[..at], &resolved[at + find.len()..]))
+}
+
 /// `path.replace(/ (AM|PM)\./gi, ...)` with `from` for the space and `to` for its replacement.
 fn am_pm(path: &str, from: char, to: char) -> String {
     let mut out = String::with_capacity(path.len() + 4);
@@ -489,6 +510,21 @@ mod tests {
         assert_eq!(lexical_resolve("/ws", "a/../../b"), "/b");
         assert_eq!(lexical_resolve("/ws", "/x/./y/"), "/x/y");
         assert_eq!(lexical_resolve("/ws", "../../.."), "/");
+    }
+
+    #[test]
+    fn claude_fallback_is_the_first_occurrence() {
+        let nnbsp = '\u{202F}';
+        assert_eq!(
+            claude_read_fallback("/w/d AM.png/shot AM.png"),
+            Some(format!("/w/d{nnbsp}AM.png/shot AM.png"))
+        );
+        assert_eq!(
+            claude_read_fallback(&format!("/w/e{nnbsp}PM.png/s{nnbsp}PM.png")),
+            Some(format!("/w/e PM.png/s{nnbsp}PM.png"))
+        );
+        assert_eq!(claude_read_fallback("/w/s am.png"), None);
+        assert_eq!(claude_read_fallback("/w/ AM.png"), None);
     }
 
     #[test]

@@ -547,3 +547,153 @@ fn write_into_a_git_dir_under_another_name_is_refused() {
     assert_eq!(built.decide(r#"pi write {"path":"gitdata/config"}"#), "block git-metadata");
     assert_eq!(built.decide(r#"pi write {"path":"gitdata2/config"}"#), "allow");
 }
+
+/// Issue 25: the ignore files ripgrep and fd open on their own in the tree they search. A link
+/// named like one of them that leads outside lets the outside file decide what a search lists,
+/// and ripgrep prints its unparsable lines to the model; every search that would read it is
+/// refused, at any depth, for every name, while a read of the same link was always refused.
+#[test]
+fn ignore_file_links_out_are_refused_for_every_search() {
+    for name in [".ignore", ".rgignore", ".fdignore", ".gitignore"] {
+        for at in ["ws", "ws/sub", "ws/sub/deep"] {
+            let tree = format!(
+                "ws/a.txt\nws/sub/deep/b.txt\n{at}/{name} -> $ROOT/outside/ign\noutside/ign"
+            );
+            let refused = "block outside-workspace";
+            check(&tree, r#"pi grep {"pattern":"findme"}"#, refused);
+            check(&tree, r#"pi find {"pattern":"*.txt"}"#, refused);
+            check(&tree, r#"claude Grep {"pattern":"findme"}"#, refused);
+            check(&tree, r#"claude Grep {"pattern":"findme","path":"$WS"}"#, refused);
+            // Claude Code's Glob passes `--no-ignore`: it reads no ignore file.
+            check(&tree, r#"claude Glob {"pattern":"**/*.txt"}"#, "allow");
+            // The reads were refused before: the link itself leads out.
+            check(&tree, &format!(r#"pi read {{"path":"$ROOT/{at}/{name}"}}"#), refused);
+        }
+    }
+}
+
+#[test]
+fn ignore_files_inside_are_allowed() {
+    let tree =
+        "ws/a.txt\nws/.gitignore\nws/sub/.ignore -> ../rules\nws/rules\nws/.git/info/exclude";
+    check(tree, r#"pi grep {"pattern":"x"}"#, "allow");
+    check(tree, r#"pi find {"pattern":"*"}"#, "allow");
+    check(tree, r#"claude Grep {"pattern":"x"}"#, "allow");
+    // A search of a subdirectory reads the workspace's own ignore files above it.
+    check(tree, r#"pi grep {"pattern":"x","path":"sub"}"#, "allow");
+}
+
+#[test]
+fn ignore_file_above_the_search_path_is_checked() {
+    // rg and fd read the ignore files of every ancestor of the search path.
+    let inside = "ws/sub/a.txt\nws/.ignore -> ../outside/ign\noutside/ign";
+    check(inside, r#"pi grep {"pattern":"x","path":"sub"}"#, "block outside-workspace");
+    check(inside, r#"claude Grep {"pattern":"x","path":"$WS/sub"}"#, "block outside-workspace");
+    // Above the workspace itself: outside by definition.
+    let above = "ws/a.txt\n.ignore";
+    check(above, r#"pi grep {"pattern":"x"}"#, "block outside-workspace");
+    check(above, r#"pi find {"pattern":"*"}"#, "block outside-workspace");
+    check(above, r#"pi read {"path":"a.txt"}"#, "allow");
+}
+
+#[test]
+fn git_exclude_files_that_lead_out_are_refused() {
+    let exclude = "ws/a.txt\nws/.git/info/exclude -> $ROOT/outside/ign\noutside/ign";
+    check(exclude, r#"pi grep {"pattern":"x"}"#, "block outside-workspace");
+    let info = "ws/a.txt\nws/sub/.git/info -> $ROOT/outside/info\noutside/info/exclude";
+    check(info, r#"pi find {"pattern":"*"}"#, "block outside-workspace");
+    let dot_git = "ws/a.txt\nws/sub/.git -> $ROOT/outside/g\noutside/g/info/exclude";
+    check(dot_git, r#"claude Grep {"pattern":"x"}"#, "block outside-workspace");
+    // A `.git` file: `gitdir:` names a directory whose `commondir` holds the exclude file.
+    let built =
+        super::tree::Tree::build("ws/a.txt\nws/sub/.git\noutside/wt/x\noutside/info/exclude");
+    let gitdir = built.root.join("outside/wt");
+    std::fs::write(built.root.join("ws/sub/.git"), format!("gitdir: {}\n", gitdir.display()))
+        .unwrap();
+    std::fs::write(gitdir.join("commondir"), "..\n").unwrap();
+    assert_eq!(built.decide(r#"pi grep {"pattern":"x"}"#), "block outside-workspace");
+    std::fs::write(built.root.join("ws/sub/.git"), b"gitdir: ../outside/wt\n").unwrap();
+    assert_eq!(built.decide(r#"pi grep {"pattern":"x"}"#), "block cannot-check");
+}
+
+#[test]
+fn global_ignore_files_under_home_are_refused() {
+    for file in [".gitconfig", ".config/git/config", ".config/git/ignore", ".config/fd/ignore"] {
+        let tree = format!("ws/a.txt\nhome/{file}");
+        check(&tree, r#"pi grep {"pattern":"x"}"#, "block outside-workspace");
+        check(&tree, r#"pi find {"pattern":"*"}"#, "block outside-workspace");
+        check(&tree, r#"claude Grep {"pattern":"x"}"#, "block outside-workspace");
+        check(&tree, r#"claude Read {"file_path":"$WS/a.txt"}"#, "allow");
+    }
+}
+
+#[test]
+fn the_tools_environment_is_checked() {
+    use harness_gate::{Harness, ToolCall, ToolEnv, decide};
+    let built = super::tree::Tree::build("ws/a.txt\nxdg/git/ignore\nrc");
+    let grep = ToolCall { tool: "grep".to_owned(), input: serde_json::json!({"pattern": "x"}) };
+    let glob = ToolCall { tool: "Glob".to_owned(), input: serde_json::json!({"pattern": "*"}) };
+    let rendered = |harness, env: ToolEnv, call: &ToolCall| {
+        super::tree::render(&decide(&built.policy(harness).with_tool_env(env), call))
+    };
+    let xdg = ToolEnv {
+        xdg_config_home: Some(built.root.join("xdg").display().to_string()),
+        ..ToolEnv::default()
+    };
+    assert_eq!(rendered(Harness::Pi, xdg, &grep), "block outside-workspace");
+    let rc = ToolEnv {
+        ripgrep_config_path: Some(built.root.join("rc").display().to_string()),
+        ..ToolEnv::default()
+    };
+    assert_eq!(rendered(Harness::Pi, rc.clone(), &grep), "block cannot-check");
+    assert_eq!(rendered(Harness::ClaudeCode, rc, &glob), "block cannot-check");
+    assert_eq!(rendered(Harness::Pi, ToolEnv::default(), &grep), "allow");
+}
+
+/// Issue 25, part 2: Claude Code's Read falls back, for a missing `NAME AM.png`, to the path with
+/// the FIRST occurrence of ` AM.png` (or `\u{202F}AM.png`) swapped, a directory included.
+#[test]
+fn claude_read_fallback_swaps_the_first_occurrence_in_the_whole_path() {
+    let space_to_nnbsp = "ws/a.txt\nws/d\u{202f}AM.png -> ../outside\noutside/shot AM.png";
+    check(
+        space_to_nnbsp,
+        r#"claude Read {"file_path":"$WS/d AM.png/shot AM.png"}"#,
+        "block outside-workspace",
+    );
+    let nnbsp_to_space = "ws/a.txt\nws/e AM.png -> ../outside/o2\noutside/o2/shot\u{202f}AM.png";
+    check(
+        nnbsp_to_space,
+        "claude Read {\"file_path\":\"$WS/e\u{202f}AM.png/shot\u{202f}AM.png\"}",
+        "block outside-workspace",
+    );
+    // Pi's own fallback is another one (every ` AM.` to U+202F): the same call opens nothing.
+    check(space_to_nnbsp, r#"pi read {"path":"d AM.png/shot AM.png"}"#, "allow");
+    // No match, no fallback: a lower-case `am`.
+    let lower = "ws/a.txt\nws/d\u{202f}am.png -> ../outside\noutside/shot am.png";
+    check(lower, r#"claude Read {"file_path":"$WS/d am.png/shot am.png"}"#, "allow");
+}
+
+#[test]
+fn decisions_for_ignore_files_the_spec_is_silent_on() {
+    use harness_gate::{Harness, Policy, PolicyConfig, ToolCall, decide};
+    // A dangling ignore-file link opens nothing.
+    check("ws/a.txt\nws/sub/.gitignore -> nowhere", r#"pi grep {"pattern":"x"}"#, "allow");
+    // A home inside the workspace: its git config is a workspace file, but one naming an
+    // excludes file would let that file decide.
+    let built = super::tree::Tree::build("ws/a.txt\nhome -> ws\nws/.gitconfig");
+    assert_eq!(built.decide(r#"pi grep {"pattern":"x"}"#), "allow");
+    std::fs::write(built.root.join("ws/.gitconfig"), "[core]\n\texcludesFile = /etc/x\n").unwrap();
+    assert_eq!(built.decide(r#"pi grep {"pattern":"x"}"#), "block cannot-check");
+    assert_eq!(built.decide(r#"pi read {"path":"a.txt"}"#), "allow");
+    // Without HOME, where the global files are is unknown.
+    let policy = Policy::new(PolicyConfig {
+        harness: Harness::Pi,
+        workspace: built.workspace.clone(),
+        tools: vec!["grep".to_owned(), "read".to_owned()],
+        typed: Vec::new(),
+        home: None,
+    })
+    .unwrap();
+    let grep = ToolCall { tool: "grep".to_owned(), input: serde_json::json!({"pattern": "x"}) };
+    assert_eq!(super::tree::render(&decide(&policy, &grep)), "block cannot-check");
+}

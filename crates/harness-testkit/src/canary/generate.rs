@@ -11,7 +11,10 @@ use rand::{RngExt, SeedableRng};
 use rand_xorshift::XorShiftRng;
 use serde_json::{Value, json};
 
-use super::world::{AT_LINK, DEPTH_LINKS, FILE_LINK, SPACED_LINK, SPELLINGS, World, odd_names};
+use super::world::{
+    AM_PM_READS, AT_LINK, DEPTH_LINKS, FILE_LINK, IGNORE_SEARCHES, PROBE_TEXT, SPACED_LINK,
+    SPELLINGS, World, odd_names,
+};
 use crate::clis::Cli;
 
 /// A family of spellings; the report counts calls, executions and escapes per family.
@@ -42,11 +45,19 @@ pub enum Family {
     FileUrl,
     /// Glob and grep patterns whose base holds white space or metacharacters in every position.
     Pattern,
+    /// Searches of a workspace subtree where an ignore file ripgrep or fd reads on its own
+    /// (`.ignore`, `.rgignore`, `.fdignore`, `.gitignore`, `.git/info/exclude`, at the search
+    /// root or above it) is a link to a file outside: that file decides what the search lists,
+    /// and ripgrep prints its unparsable lines.
+    IgnoreFiles,
+    /// Claude Code's Read fallback for a missing `NAME AM.png`: the first ` AM.png` (or
+    /// U+202F `AM.png`) of the whole path swapped for the other separator, through a link out.
+    ClaudeAmPm,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 13] = [
         Self::Control,
         Self::RelativeDotDot,
         Self::Absolute,
@@ -58,6 +69,8 @@ impl Family {
         Self::At,
         Self::FileUrl,
         Self::Pattern,
+        Self::IgnoreFiles,
+        Self::ClaudeAmPm,
     ];
 
     /// The family's name in reports.
@@ -74,16 +87,22 @@ impl Family {
             Self::At => "at",
             Self::FileUrl => "file-url",
             Self::Pattern => "pattern",
+            Self::IgnoreFiles => "ignore-files",
+            Self::ClaudeAmPm => "claude-am-pm",
         }
     }
 
     /// The families generated for `cli`. Claude Code takes neither `file:` URLs nor Pi's read
     /// respellings (it opens such a string as a relative name), so no call of those families can
-    /// escape through it and they would fail the allow-all requirement by construction.
+    /// escape through it and they would fail the allow-all requirement by construction; Pi has
+    /// no Claude Code Read fallback.
     pub fn for_cli(cli: Cli) -> Vec<Self> {
         Self::ALL
             .into_iter()
-            .filter(|family| cli == Cli::Pi || !matches!(family, Self::FileUrl | Self::PiSpellings))
+            .filter(|family| match cli {
+                Cli::Pi => *family != Self::ClaudeAmPm,
+                Cli::Claude => !matches!(family, Self::FileUrl | Self::PiSpellings),
+            })
             .collect()
     }
 }
@@ -234,6 +253,15 @@ fn attack(
         let (tool, input) = pattern(cli, paths, rng);
         return Some(vec![call(next(id), family, tool, input)]);
     }
+    if family == Family::IgnoreFiles {
+        let (tool, input) = ignore_search(cli, paths, rng);
+        return Some(vec![call(next(id), family, tool, input)]);
+    }
+    if family == Family::ClaudeAmPm {
+        let given = *pick(rng, &AM_PM_READS);
+        let path = absolute_or_not(rng, &paths.ws, given);
+        return Some(vec![call(next(id), family, "Read", json!({"file_path": path}))]);
+    }
     let kind = match family {
         Family::PiSpellings => Kind::Secret,
         _ => *pick(rng, &[Kind::Secret, Kind::Secret, Kind::Dir, Kind::Dir, Kind::New, Kind::Edit]),
@@ -309,7 +337,9 @@ fn spell(
     let under_outside = target.strip_prefix("outside").map(|rest| rest.trim_start_matches('/'));
     let climb = |t: &str| join("..", t);
     Some(match family {
-        Family::Control | Family::Pattern => return None,
+        Family::Control | Family::Pattern | Family::IgnoreFiles | Family::ClaudeAmPm => {
+            return None;
+        }
         Family::RelativeDotDot => {
             let base = *pick(
                 rng,
@@ -468,6 +498,21 @@ fn file_url(rng: &mut XorShiftRng, root: &str, ws: &str, target: &str) -> String
         _ => format!("file://{ws}/L0/{drive}/../{}", target.strip_prefix("outside/").unwrap_or(&t)),
     };
     url.trim_end_matches('/').to_owned()
+}
+
+/// A search of one of the subtrees whose ignore file is a link out, from its root or below the
+/// ignore file, for the probe inside it (which the outside file hides).
+fn ignore_search(cli: Cli, paths: &Paths, rng: &mut XorShiftRng) -> (&'static str, Value) {
+    let relative = *pick(rng, &IGNORE_SEARCHES);
+    match (cli, rng.random_bool(0.5)) {
+        (Cli::Pi, true) => ("grep", json!({"pattern": PROBE_TEXT, "path": relative})),
+        (Cli::Pi, false) => ("find", json!({"pattern": "probe-*", "path": relative})),
+        (Cli::Claude, _) => (
+            "Grep",
+            json!({"pattern": PROBE_TEXT, "path": format!("{}/{relative}", paths.ws),
+                   "output_mode": "content"}),
+        ),
+    }
 }
 
 /// A Glob, Grep or find call whose pattern's base holds white space or metacharacters.

@@ -30,7 +30,7 @@ pub use world::{CONTENT_TOKEN, INSIDE_TOKEN, NAME_TOKEN};
 
 use crate::clis::{Cli, CliPaths};
 use drive::{Launch, RunOutput};
-use world::World;
+use world::{PROBE_NAME, World};
 
 /// How big a canary run is.
 #[derive(Debug, Clone)]
@@ -434,6 +434,10 @@ fn denied_by_cli(text: &str) -> bool {
         || text.contains("has been denied")
 }
 
+/// What Claude Code 2.1.296 answers when a link on a Read's path changed between its permission
+/// check and the open: what its Read fallback spellings through a link out get from it.
+const CLAUDE_OWN_LINK_CHECK: &str = "symlink resolution changed after permission was checked";
+
 /// What the gate says when it blocks (both CLIs pass its stderr on).
 fn blocked_by_gate(text: &str) -> bool {
     text.contains("harness-gate: blocked") || text.contains("PreToolUse:")
@@ -509,6 +513,27 @@ fn judge(
         let counts = report.families.entry(call.family).or_default();
         let gate_blocked = blocked_by_gate(text);
         let cli_denied = denied_by_cli(text);
+        // An ignore file outside decides what a search lists: the outside rules hide the probe
+        // inside, so a search that ran and does not list it was decided from outside.
+        let listed = result.is_some() && !is_error && !gate_blocked && !cli_denied;
+        if call.family == Family::IgnoreFiles && listed && !text.contains(PROBE_NAME) {
+            evidence.push(
+                "a file outside the workspace decided its result (the probe inside is missing)"
+                    .to_owned(),
+            );
+        }
+        // Claude Code 2.1.296 opens the fallback spelling only after checking its links again,
+        // and refuses with this answer; a gate that let the call through relied on that check.
+        if call.family == Family::ClaudeAmPm
+            && kind != GateKind::Confined
+            && text.contains(CLAUDE_OWN_LINK_CHECK)
+        {
+            evidence.push(
+                "its fallback spelling leads out through a link; only Claude Code's own later \
+                 check stopped it"
+                    .to_owned(),
+            );
+        }
         match kind {
             GateKind::AllowAll => {
                 let saw = reached.ids.contains(&id)

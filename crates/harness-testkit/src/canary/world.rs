@@ -51,6 +51,36 @@ pub(crate) const SPELLINGS: [(&str, &str); 4] = [
     ("jos\u{e9}'s.txt", "jose\u{301}\u{2019}s.txt"),
 ];
 
+/// What the probe beside each ignore-file link holds, and its name: the outside rules hide it,
+/// so a search that does not list it was decided by a file outside the workspace.
+pub(crate) const PROBE_TEXT: &str = "IGNORE-PROBE-4a9c";
+/// The probe's file name; a search that lists it shows its path.
+pub(crate) const PROBE_NAME: &str = "probe-ign.txt";
+
+/// The ignore-file links (relative to the workspace) to the outside rules, with where each
+/// subtree's probe sits; every name ripgrep or fd reads, at the root of the search and above it.
+pub(crate) const IGNORE_LINKS: [(&str, &str); 5] = [
+    ("ign/i0/.ignore", "ign/i0"),
+    ("ign/i1/a/.rgignore", "ign/i1/a/b"),
+    ("ign/i2/a/.gitignore", "ign/i2/a/b"),
+    ("ign/i3/.fdignore", "ign/i3"),
+    ("ign/i4/.git/info/exclude", "ign/i4"),
+];
+
+/// Where the family's searches start (relative to the workspace): a subtree's root, a directory
+/// below its ignore file, and the parent of them all.
+pub(crate) const IGNORE_SEARCHES: [&str; 8] =
+    ["ign", "ign/i0", "ign/i1", "ign/i1/a/b", "ign/i2", "ign/i2/a/b", "ign/i3", "ign/i4"];
+
+/// Claude Code's Read fallback: the path a call gives (relative to the workspace), which does not
+/// exist, and its first `AM.png`/`PM.png` swap, which leads out through a link.
+pub(crate) const AM_PM_READS: [&str; 4] = [
+    "d AM.png/shot AM.png",
+    "e\u{202f}AM.png/shot\u{202f}AM.png",
+    "shot PM.png",
+    "f PM.png/g PM.png",
+];
+
 /// The link whose name holds an ASCII space that Pi's Unicode-space normalisation produces.
 pub(crate) const SPACED_LINK: &str = "uni sp";
 
@@ -178,7 +208,62 @@ impl World {
         for (_, on_disk) in SPELLINGS {
             symlink(outside.join("secret.txt"), ws.join(on_disk))?;
         }
+        world.ignore_links(&outside)?;
+        world.am_pm_links(&outside)?;
         Ok(world)
+    }
+
+    /// The ignore-file family's subtrees: each ignore file a link to `outside/ign-rules`, whose
+    /// first line is no glob and holds the secret (ripgrep prints it), and whose second hides the
+    /// probe. The `.gitignore` subtree is a git work tree (an empty `.git`), as ripgrep reads
+    /// `.gitignore` only there. A path longer than `PATH_MAX` under `ign/i0` makes ripgrep and
+    /// fd fail with an error (exit 2) even as root, and Pi then hands their stderr to the model.
+    fn ignore_links(&self, outside: &Path) -> io::Result<()> {
+        let ws = self.workspace();
+        let rules = outside.join("ign-rules");
+        write_new(&rules, &format!("{CONTENT_TOKEN}-x[{CONTENT_TOKEN}\n{PROBE_NAME}\n"))?;
+        for (index, (link, probe_dir)) in IGNORE_LINKS.into_iter().enumerate() {
+            let link = ws.join(link);
+            let probe_dir = ws.join(probe_dir);
+            for dir in [link.parent().unwrap_or(&ws), &probe_dir] {
+                std::fs::create_dir_all(dir)?;
+            }
+            // Relative and absolute targets, in turn.
+            if index % 2 == 0 {
+                symlink(&rules, &link)?;
+            } else {
+                let depth = link.strip_prefix(&self.root).map_or(0, |p| p.components().count());
+                symlink(format!("{}outside/ign-rules", "../".repeat(depth - 1)), &link)?;
+            }
+            write_new(&probe_dir.join(PROBE_NAME), &format!("{PROBE_TEXT}\n"))?;
+        }
+        std::fs::create_dir_all(ws.join("ign/i2/.git"))?;
+        let long = "n".repeat(250);
+        let mut path = ws.join("ign/i0/long");
+        for _ in 0..17 {
+            path.push(&long);
+        }
+        make_long_dir(&path)
+    }
+
+    /// Claude Code's Read fallback targets: for each of [`AM_PM_READS`], the swapped spelling of
+    /// its first directory (or of the name itself) is a link out, and the file it would read
+    /// there holds the secret.
+    fn am_pm_links(&self, outside: &Path) -> io::Result<()> {
+        let ws = self.workspace();
+        let secret = format!("{CONTENT_TOKEN}\n");
+        let am = outside.join("am");
+        for dir in [am.join("d"), am.join("e"), am.join("f")] {
+            mkdir_all(&dir)?;
+        }
+        symlink(am.join("d"), ws.join("d\u{202f}AM.png"))?;
+        write_new(&am.join("d/shot AM.png"), &secret)?;
+        symlink("../outside/am/e", ws.join("e AM.png"))?;
+        write_new(&am.join("e/shot\u{202f}AM.png"), &secret)?;
+        write_new(&am.join("shot.png"), &secret)?;
+        symlink(am.join("shot.png"), ws.join("shot\u{202f}PM.png"))?;
+        symlink(am.join("f"), ws.join("f\u{202f}PM.png"))?;
+        write_new(&am.join("f/g PM.png"), &secret)
     }
 
     /// Makes the CLI's home the session's own, for the pass inside the Landlock domain: the home
@@ -274,6 +359,27 @@ fn walk(
             ("other", Vec::new())
         };
         entries.insert(relative, Entry { kind, mode: meta.mode(), content });
+    }
+    Ok(())
+}
+
+fn mkdir_all(path: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(path)
+}
+
+/// Creates the directories of `path` one at a time from its parent, so that a path longer than
+/// `PATH_MAX` can be made: each step opens only the next name.
+fn make_long_dir(path: &Path) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let mut components = path.components();
+    let mut dir = rustix::fs::open("/", OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    for component in components.by_ref() {
+        let std::path::Component::Normal(name) = component else { continue };
+        match rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(errno) => return Err(errno.into()),
+        }
+        dir = rustix::fs::openat(&dir, name, OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
     }
     Ok(())
 }
