@@ -79,13 +79,13 @@ impl Report {
         }
         if self.json {
             let check = harness_runner::DoctorCheck { name, ok, reason };
-            match serde_json::to_string(&check) {
-                Ok(line) => println!("{line}"),
-                // Strings and a bool always serialize; were one not to, the check still counts.
-                Err(error) => {
-                    println!("{{\"name\":\"doctor\",\"ok\":false,\"reason\":\"{error}\"}}")
-                }
-            }
+            // Strings and a bool always serialize; were they not to, a failed check is printed.
+            let line = serde_json::to_string(&check).unwrap_or_else(|error| {
+                self.failed += 1;
+                json!({"name": "doctor --json", "ok": false, "reason": error.to_string()})
+                    .to_string()
+            });
+            println!("{line}");
             return;
         }
         match (ok, reason) {
@@ -161,7 +161,8 @@ fn checks(request: &Request<'_>, capability: Option<(Capability, String)>) -> Re
                 None => {
                     report.check(
                         "broker role.claim",
-                        Err("not claimed: --run names no bundle whose manifest gives the run"
+                        Err("not claimed: the run to claim comes from the bundle's manifest, \
+                             and --run has no bundle that verified"
                             .to_owned()),
                     );
                 }
