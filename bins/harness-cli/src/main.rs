@@ -74,13 +74,15 @@ enum Command {
     /// Check an install, a run directory's CLI and a broker before a launch relies on them.
     #[command(help_template = TEMPLATE, after_help = DOCTOR_AFTER)]
     Doctor {
-        /// The install prefix (`cargo xtask dist --prefix P`): every binary and asset under it
-        /// must be there, and every binary must answer `--version` with this release.
+        /// The install prefix (`cargo xtask dist --prefix P`, or where the release archive was
+        /// unpacked), absolute or relative to the current directory: every binary, asset and
+        /// schema under it must be there, and every binary must answer `--version` with this
+        /// release.
         #[arg(long, value_name = "PREFIX")]
         prefix: PathBuf,
-        /// A run directory: its run.json must parse as the runner reads it, and the CLI it names
-        /// must answer `--version` with the bundle manifest's cliVersion (when the bundle is
-        /// there, which must also match run.json's bundleDigest).
+        /// A run directory, checked as the runner loads it: run.json, and when the bundle is
+        /// there, the bundle against run.json's bundleDigest, the workspace against the
+        /// bundle's, and the CLI's `--version` against the manifest's cliVersion.
         #[arg(long, value_name = "RUN_DIR")]
         run: Option<PathBuf>,
         /// The broker's socket: doctor checks that `state` answers in the shape the runner
