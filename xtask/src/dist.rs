@@ -17,7 +17,7 @@
 //! modes, owner and group 0 with no names, a fixed mtime, and the install's order.
 
 use std::fs::DirBuilder;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt as _};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -235,6 +235,9 @@ pub(crate) fn write_archive(
         .and_then(flate2::write::GzEncoder::finish)
         .and_then(|file| file.sync_all())
         .with_context(|| format!("cannot write {}", temp.path().display()))?;
+    // A release file others read: 0644, where the temporary file was made 0600.
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("cannot set the mode of {}", temp.path().display()))?;
     temp.persist(archive).with_context(|| format!("cannot write {}", archive.display()))?;
     Ok(files.len())
 }
@@ -359,6 +362,8 @@ mod tests {
             write_archive(&to, &prefix, &archive, flate2::Compression::default()).unwrap(),
             count
         );
+        let archive_mode = std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777;
+        assert_eq!(archive_mode, 0o644);
         let listed = entries(&archive);
         let files: Vec<_> = listed.iter().filter(|entry| !entry.0.ends_with('/')).collect();
         assert_eq!(files.len(), count);
