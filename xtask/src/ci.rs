@@ -26,7 +26,8 @@ const STEPS: [(&str, Step); 7] = [
     ("test", |root| cargo(root, &["test", "--workspace"])),
     // After the tests, which built the binaries it drives: the real CLIs as the gate's oracle.
     ("canary", canary::ci_slice),
-    // A fresh clone's host path: `cargo xtask dist`, then both example hosts on that install.
+    // A fresh clone's host path: `cargo xtask dist --archive`, the archive unpacked by the
+    // system tar, `harness doctor` and both example hosts on the unpacked install.
     ("dist-hosts", dist::ci_hosts),
 ];
 

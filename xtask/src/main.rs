@@ -3,8 +3,8 @@
 //! Each subcommand lives in its own module and exposes one `run` function; this file only parses the
 //! command line, finds the workspace root and maps an error to an exit code.
 //! xtask does not build or measure the harness itself (cargo and the crates' bench targets do) and
-//! writes outside the workspace only where `dist --prefix` installs, temporary directories, and what
-//! `apt-get` installs when `rg`, `fd` or `npm` are missing.
+//! writes outside the workspace only where `dist --prefix` installs and `--archive` writes,
+//! temporary directories, and what `apt-get` installs when `rg`, `fd` or `npm` are missing.
 
 mod bench;
 mod canary;
@@ -30,7 +30,8 @@ commands:
              plus rg and fd when missing; link them into .tools/bin/ and check their versions
   ci         the test command: setup, cargo fmt --check, clippy -D warnings, verify-pi, cargo test
              with HARNESS_REQUIRE_CLIS=1, a fixed-seed slice of fuzz-cli, then dist into a
-             temporary prefix and both example hosts on it; stops at the first failure
+             temporary prefix with its archive, doctor and both example hosts on the unpacked
+             archive; stops at the first failure
   bench      run every crate's bench target (the gate's hook and decide(), the bundle, the runner,
              its git tools, the unslop hook, harness-mcp and the tool socket, the load), print the
              summary table of medians, floors, ratios, targets and verdicts, and write
@@ -39,8 +40,9 @@ commands:
   demo       one whole session for each of the real Pi and Claude Code through harness-runner,
              against the scripted broker and model (`--endpoint URL --model M` with
              ANTHROPIC_API_KEY: a real Anthropic-compatible model instead)
-  dist       --prefix DIR: build the release binaries and install them and the assets in the
-             layout bundles point into
+  dist       --prefix DIR [--archive FILE.tar.gz]: build the release binaries and install them,
+             the assets and the schemas in the layout bundles point into; with --archive, also
+             write that install as a relocatable .tar.gz (tar -xzf FILE -C PREFIX unpacks it)
   fuzz-cli   the real Pi and Claude Code as the gate's oracle: generated hostile calls through
              the bundle's adapter, with the real gate and with an allow-all one (`--calls N`,
              default 5000 per CLI; `--seed S`; `--cli pi|claude`)

@@ -59,7 +59,7 @@ impl Tools {
     /// program cannot read or write the real home. Callers add what else the program needs.
     pub(crate) fn isolated(&self, program: &str, scratch: &Path) -> Result<Command> {
         let mut cmd = process::command(self.bin.join(program));
-        cmd.env_clear().env("PATH", format!("{}:{SYSTEM_PATH}", self.bin.display()));
+        cmd.env_clear().env("PATH", self.path());
         for (var, name) in [
             ("HOME", "home"),
             ("CLAUDE_CONFIG_DIR", "claude-config"),
@@ -80,6 +80,11 @@ impl Tools {
             cmd.env(var, "1");
         }
         Ok(cmd)
+    }
+
+    /// The PATH of [`Tools::isolated`]: `.tools/bin/` (Node 24 among it), then the system's.
+    pub(crate) fn path(&self) -> String {
+        format!("{}:{SYSTEM_PATH}", self.bin.display())
     }
 
     /// `.tools/bin/PROGRAM`.

@@ -3,8 +3,9 @@
 //! `harness unslop counts LOG` prints what a finished session's unslop log says, as JSON.
 //! `harness bundle build --request FILE --out DIR` builds a launch bundle and prints its digest;
 //! `harness bundle verify DIR [--digest D]` checks one against its manifest and digest.
-//! `harness doctor --prefix P [--run RUN_DIR [--broker SOCKET --cap-stdin]]` checks an install,
-//! a run directory's CLI and a broker, one `ok NAME` or `FAIL NAME: reason` line per check. Each
+//! `harness doctor --prefix P [--run RUN_DIR [--broker SOCKET --cap-stdin [--claim]]] [--json]`
+//! checks an install, a run directory and a broker, one `ok NAME` or `FAIL NAME: reason` line
+//! (or JSON object) per check. Each
 //! top-level word is one module with one `run`; the command line is parsed by `clap`, so every
 //! command answers `--help` and the binary `--version`.
 //! Exit 0 on success, 1 when the command fails, 2 on a usage error.
@@ -27,15 +28,25 @@ exit status: 0 on success, 1 when the command ran and failed (the reason on stde
 usage error.";
 
 const DOCTOR_AFTER: &str = "\
-Each check prints one line on stdout: `ok NAME`, or `FAIL NAME: reason`. Checks: every file of
-the install layout (present, a regular file, readable; binaries executable), each binary's
---version, `node --version` from PATH (Node 24), and with --run, run.json, the bundle and the
-CLI's --version; with --broker (and --run), the runner's first calls as it makes them:
-`role.claim` with the run of --run's bundle, `state`, `message.read` and `role.release`.
-message.read marks messages read: doctor sends it as {\"limit\": 0} with no `after`, the
-runner's mark-only form, so a broker that follows docs/protocol.md takes no message. A broker that
-ignores `limit` and returns a message fails the check (and may have taken that message). The
-capability never appears in the output.
+Each check prints one line on stdout as it is found: `ok NAME`, `ok NAME: what doctor did`, or
+`FAIL NAME: reason`; with --json, one JSON object a line instead, {\"name\", \"ok\", \"reason\"}
+(docs/schemas/doctor-check.json). Checks: every file of the install layout (present, a regular
+file, readable; binaries executable), each binary's --version, every schema under
+share/harness/schemas (present, JSON), `node --version` from PATH (Node 24); with --run, the run
+directory as the runner loads it, with the runner's own functions (run.json, the bundle against
+bundleDigest, the workspace against the bundle's, the CLI's --version against cliVersion, then
+the whole load): what fails here, the runner refuses with exit 2.
+
+With --broker and no --claim, doctor sends `state` alone, which changes nothing on the broker; a
+broker that answers it only after a claim (`not-claimed`) passes, noted. With --claim, doctor
+makes the runner's first calls as it makes them, and says so: `role.claim` with the run of
+--run's bundle, `state`, `message.read` and `role.release`. Do not --claim on a broker whose run
+has a live session: the claim would take the role from it, or be refused. message.read marks
+messages read: doctor sends it as {\"limit\": 0} with no `after`, the runner's mark-only form,
+so a broker that follows docs/protocol.md takes no message. A broker that ignores `limit` and
+returns a message fails the check (and may have taken that message). An unreachable broker is
+named with the runner's exit on it: 23, broker-unreachable; a refused claim, 21. The capability
+never appears in the output.
 
 exit status: 0 when every check passes, 1 when one fails (or stdin holds no usable capability),
 2 on a usage error.";
@@ -63,24 +74,33 @@ enum Command {
     /// Check an install, a run directory's CLI and a broker before a launch relies on them.
     #[command(help_template = TEMPLATE, after_help = DOCTOR_AFTER)]
     Doctor {
-        /// The install prefix (`cargo xtask dist --prefix P`): every binary and asset under it
-        /// must be there, and every binary must answer `--version` with this release.
+        /// The install prefix (`cargo xtask dist --prefix P`, or where the release archive was
+        /// unpacked), absolute or relative to the current directory: every binary, asset and
+        /// schema under it must be there, and every binary must answer `--version` with this
+        /// release.
         #[arg(long, value_name = "PREFIX")]
         prefix: PathBuf,
-        /// A run directory: its run.json must parse as the runner reads it, and the CLI it names
-        /// must answer `--version` with the bundle manifest's cliVersion (when the bundle is
-        /// there, which must also match run.json's bundleDigest).
+        /// A run directory, checked as the runner loads it: run.json, and when the bundle is
+        /// there, the bundle against run.json's bundleDigest, the workspace against the
+        /// bundle's, and the CLI's `--version` against the manifest's cliVersion.
         #[arg(long, value_name = "RUN_DIR")]
         run: Option<PathBuf>,
-        /// The broker's socket: doctor claims the role for the run of --run's bundle, as the
-        /// runner does, checks that `state` and `message.read` answer in the shapes the runner
-        /// parses, and releases it. Needs --cap-stdin and --run.
+        /// The broker's socket: doctor checks that `state` answers in the shape the runner
+        /// parses, and changes nothing there (with --claim, more). Needs --cap-stdin and --run.
         #[arg(long, value_name = "SOCKET", requires_all = ["cap_stdin", "run"])]
         broker: Option<PathBuf>,
         /// Read the capability from stdin as `{"cap": "..."}` and a newline, as the runner does
         /// (never from argv or the environment). Needs --broker.
         #[arg(long, requires = "broker")]
         cap_stdin: bool,
+        /// Claim the role for the run of --run's bundle, as the runner does, check `state` and
+        /// `message.read`, and release it; each of those lines says what was done. Needs
+        /// --broker.
+        #[arg(long, requires = "broker")]
+        claim: bool,
+        /// One JSON object a check, {"name", "ok", "reason"}, a line each, instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Read what a session's unslop log says.
     #[command(subcommand, help_template = TEMPLATE, after_help = EXIT_STATUS)]
@@ -158,11 +178,15 @@ fn main() -> ExitCode {
         Command::Bundle(BundleCommand::Verify { dir, digest }) => {
             bundle::verify(&dir, digest.as_deref())
         }
-        Command::Doctor { prefix, run, broker, cap_stdin: _ } => doctor::run(&doctor::Request {
-            prefix: &prefix,
-            run: run.as_deref(),
-            broker: broker.as_deref(),
-        }),
+        Command::Doctor { prefix, run, broker, cap_stdin: _, claim, json } => {
+            doctor::run(&doctor::Request {
+                prefix: &prefix,
+                run: run.as_deref(),
+                broker: broker.as_deref(),
+                claim,
+                json,
+            })
+        }
         Command::Unslop(UnslopCommand::Counts { log }) => unslop::counts(&log),
     };
     match result {

@@ -16,6 +16,52 @@ pub const INSTALL_BINARIES: [(&str, &str); 5] = [
     ("harness", "harness-cli"),
 ];
 
+/// The JSON Schemas of the contracts (the files of the checkout's `docs/schemas/`), which an
+/// install carries under `PREFIX/share/harness/schemas/` for a host that validates what it
+/// writes and reads ([`SchemaFiles`]).
+pub const SCHEMA_FILES: [&str; 13] = [
+    "broker-reply.json",
+    "broker-request.json",
+    "bundle-request.json",
+    "doctor-check.json",
+    "manifest.json",
+    "message-read-result.json",
+    "policy.json",
+    "resolved-instance.json",
+    "run.json",
+    "state-result.json",
+    "tool-reply.json",
+    "tool-request.json",
+    "tools.json",
+];
+
+/// Where the schemas of [`SCHEMA_FILES`] are: an install's `share/harness/schemas`, or a
+/// checkout's `docs/schemas`. They are kept apart from [`InstallLayout::files`], which is what a
+/// bundle build requires of an install: no session reads a schema, so a missing one is for
+/// `harness doctor` to name, not a reason to refuse a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaFiles {
+    /// The directory holding them.
+    pub dir: Utf8PathBuf,
+}
+
+impl SchemaFiles {
+    /// The schemas of an install prefix.
+    pub fn under(prefix: &Utf8Path) -> Self {
+        Self { dir: prefix.join("share/harness/schemas") }
+    }
+
+    /// The schemas of a workspace checkout, the sources `cargo xtask dist` installs.
+    pub fn from_checkout(workspace: &Utf8Path) -> Self {
+        Self { dir: workspace.join("docs/schemas") }
+    }
+
+    /// Every schema file with the mode it is installed with (0644), in [`SCHEMA_FILES`] order.
+    pub fn files(&self) -> Vec<(Utf8PathBuf, u32)> {
+        SCHEMA_FILES.iter().map(|name| (self.dir.join(name), 0o644)).collect()
+    }
+}
+
 /// The install layout (`cargo xtask dist --prefix PREFIX`):
 ///
 /// ```text
@@ -24,6 +70,7 @@ pub const INSTALL_BINARIES: [(&str, &str); 5] = [
 /// PREFIX/share/harness/pi/unslop-extension.mjs   Pi's second extension: the unslop check
 /// PREFIX/share/harness/adapters/pi.sh, claude-code.sh
 /// PREFIX/share/harness/unslop/lists.json
+/// PREFIX/share/harness/schemas/*.json            the contracts' JSON Schemas (SchemaFiles)
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallLayout {

@@ -16,7 +16,7 @@ pub use claude_code::MCP_SERVER;
 use camino::{Utf8Path, Utf8PathBuf};
 
 pub use claude_code::ClaudeCode;
-pub use layout::{INSTALL_BINARIES, InstallLayout};
+pub use layout::{INSTALL_BINARIES, InstallLayout, SCHEMA_FILES, SchemaFiles};
 pub use pi::Pi;
 
 /// What a module needs to know to write its files.

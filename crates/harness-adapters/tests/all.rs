@@ -295,3 +295,24 @@ fn the_install_holds_every_path_of_the_layout() {
         assert!(doc.contains(name), "docs/bundle.md does not name {relative}");
     }
 }
+
+/// Every schema of the checkout's docs/schemas is one an install carries, and no other: a new
+/// schema cannot be left out of `cargo xtask dist`, nor a removed one still be looked for.
+#[test]
+fn the_install_carries_every_schema_of_the_checkout() {
+    let checkout = harness_adapters::SchemaFiles::from_checkout(
+        &Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+    );
+    let mut on_disk: Vec<String> = std::fs::read_dir(&checkout.dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, harness_adapters::SCHEMA_FILES, "docs/schemas and SCHEMA_FILES differ");
+    let installed = harness_adapters::SchemaFiles::under(Utf8Path::new("/opt/harness")).files();
+    assert_eq!(installed.len(), on_disk.len());
+    assert!(installed.iter().all(|(path, mode)| {
+        path.starts_with("/opt/harness/share/harness/schemas/") && *mode == 0o644
+    }));
+}

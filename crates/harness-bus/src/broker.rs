@@ -186,7 +186,9 @@ pub enum BrokerReply {
 /// `{"id": N, "ok": true, "result": ...}`.
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct BrokerResult {
-    /// The request's id.
+    /// The request's id, echoed: at least 1, as every request's is (a reply with any other id,
+    /// 0 included, is a protocol error).
+    #[schemars(range(min = 1))]
     pub id: u64,
     /// Always true.
     #[schemars(extend("const" = true))]
@@ -199,7 +201,9 @@ pub struct BrokerResult {
 /// `{"id": N, "ok": false, "code": CODE, "message": TEXT}`.
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct BrokerRefusal {
-    /// The request's id.
+    /// The request's id, echoed: at least 1, as every request's is (a reply with any other id,
+    /// 0 included, is a protocol error).
+    #[schemars(range(min = 1))]
     pub id: u64,
     /// Always false.
     #[schemars(extend("const" = false))]

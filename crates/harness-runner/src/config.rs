@@ -45,8 +45,10 @@ pub struct RunFile {
     /// How many broker polls in a row may fail before the runner exits 23 (default 30).
     #[serde(default = "default_broker_retries")]
     pub broker_retries: u32,
-    /// Seconds between two polls of `message.read` while idle (default 1).
+    /// Seconds between two polls of `message.read` while idle, and between two tries of a call
+    /// the runner retries (default 1); from 0.01 to 60, and a value outside is refused.
     #[serde(default = "default_poll_interval")]
+    #[schemars(range(min = 0.01, max = 60.0))]
     pub poll_interval: f64,
     /// The most open tasks the state block lists (default 20).
     #[serde(default = "default_state_cap")]
@@ -154,9 +156,14 @@ impl Run {
 
     /// The pause between idle polls.
     pub fn poll_interval(&self) -> Duration {
-        Duration::from_secs_f64(self.file.poll_interval.clamp(0.01, 60.0))
+        // In range: `read_run_file` refuses any other value.
+        Duration::from_secs_f64(self.file.poll_interval)
     }
 }
+
+/// The seconds `pollInterval` may be (the bounds its schema carries too): a shorter pause would
+/// spin on the broker, a longer one leave a message waiting past a minute.
+const POLL_INTERVAL: std::ops::RangeInclusive<f64> = 0.01..=60.0;
 
 /// The most stdin the capability line may take.
 const MAX_STDIN: u64 = 64 * 1024;
@@ -194,7 +201,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, RunError>
 /// nothing) and UTF-8 (the paths joined to it are text in JSON and the CLI's environment), every
 /// field parsed (an error names it), the paths absolute, the workspace a directory, the limits
 /// above 0, the session files plain relative paths, `stateDir` outside the run directory and the
-/// workspace, Landlock there if required.
+/// workspace, `pollInterval` from 0.01 to 60, Landlock there if required.
 /// Returns the run directory as used and the file. `harness doctor --run` checks with this.
 pub fn read_run_file(dir: &Path) -> Result<(Utf8PathBuf, RunFile), RunError> {
     let dir = &std::path::absolute(dir).map_err(RunError::io("make absolute", dir))?;
@@ -219,6 +226,17 @@ pub fn read_run_file(dir: &Path) -> Result<(Utf8PathBuf, RunFile), RunError> {
     }
     if file.turn_timeout == 0 || file.broker_retries == 0 {
         return Err(RunError::invalid(&run_json, "turnTimeout and brokerRetries must be above 0"));
+    }
+    if !POLL_INTERVAL.contains(&file.poll_interval) {
+        return Err(RunError::invalid(
+            &run_json,
+            format!(
+                "pollInterval {} is outside {} to {} seconds",
+                file.poll_interval,
+                POLL_INTERVAL.start(),
+                POLL_INTERVAL.end()
+            ),
+        ));
     }
     for name in file.session_files.keys() {
         let path = Path::new(name);

@@ -11,6 +11,7 @@ mod config;
 mod confinement;
 mod creds;
 mod dirs;
+mod doctor_check;
 mod env;
 mod error;
 mod files;
@@ -29,6 +30,7 @@ mod version;
 
 pub use config::{Manifest, Run, RunFile, load_run, read_capability, read_run_file};
 pub use creds::{FOUNDER_ENV, ROLE_TOKEN_PREFIX, role_token_var};
+pub use doctor_check::DoctorCheck;
 pub use env::Environment;
 pub use error::{Refusal, RunError};
 pub use git::MAX_BUNDLE_BYTES;

@@ -34,6 +34,7 @@ fn schemas() -> Vec<(&'static str, Schema)> {
         ("state-result.json", schema_for!(harness_bus::StateResult)),
         ("tool-request.json", schema_for!(harness_tools::ToolRequest)),
         ("tool-reply.json", schema_for!(harness_tools::ToolReply)),
+        ("doctor-check.json", schema_for!(harness_runner::DoctorCheck)),
     ]
 }
 
@@ -170,6 +171,7 @@ fn read_as(name: &str, document: &Value) -> Result<(), String> {
         "state-result.json" => read::<harness_bus::StateResult>(document),
         "tool-request.json" => read::<harness_tools::ToolRequest>(document),
         "tool-reply.json" => read::<harness_tools::ToolReply>(document),
+        "doctor-check.json" => read::<harness_runner::DoctorCheck>(document),
         // Written by the code, not read from JSON by it: the schema alone holds them.
         "manifest.json" | "policy.json" | "broker-request.json" => Ok(()),
         other => Err(format!("no type reads {other}")),
@@ -249,6 +251,17 @@ fn the_schemas_refuse_what_the_types_refuse() {
         ("broker-reply.json", json!({"id": 1, "ok": false, "code": "run-ended"}), true),
         ("broker-reply.json", json!({"id": 1, "ok": false, "code": "Bad Code"}), false),
         ("broker-reply.json", json!({"id": 1, "ok": false}), false),
+        // A request's id is at least 1, so a reply echoing one is too.
+        ("broker-reply.json", json!({"id": 0, "ok": true, "result": null}), false),
+        ("broker-reply.json", json!({"id": 0, "ok": false, "code": "run-ended"}), false),
+        ("run.json", run(json!({"pollInterval": 0.01})), true),
+        ("run.json", run(json!({"pollInterval": 60})), true),
+        ("run.json", run(json!({"pollInterval": 0})), false),
+        ("run.json", run(json!({"pollInterval": 61})), false),
+        ("doctor-check.json", json!({"name": "node 24", "ok": true, "reason": null}), true),
+        ("doctor-check.json", json!({"name": "run.json", "ok": false, "reason": "why"}), true),
+        ("doctor-check.json", json!({"name": "run.json", "ok": "no", "reason": null}), false),
+        ("doctor-check.json", json!({"name": "x", "ok": true, "reason": null, "more": 1}), false),
         ("broker-request.json", json!({"id": 1, "cap": "c", "verb": "state", "args": {}}), true),
         ("broker-request.json", json!({"id": 1, "cap": "c", "verb": "nope", "args": {}}), false),
         ("message-read-result.json", json!({"message": null}), true),

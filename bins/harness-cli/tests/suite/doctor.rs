@@ -5,7 +5,7 @@ use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use harness_adapters::InstallLayout;
+use harness_adapters::{InstallLayout, SCHEMA_FILES, SchemaFiles};
 use harness_testkit::{
     BrokerAnswer, ScriptedBroker, require_node, tools_bin_dir, workspace_binary,
 };
@@ -25,11 +25,16 @@ fn good_prefix(dir: &Path) -> PathBuf {
         &harness_testkit::workspace_root(),
         &harness_testkit::utf8(&bin_dir).unwrap(),
     );
-    for ((from, _), (to, _)) in source
+    let utf8_prefix = harness_testkit::utf8(&prefix).unwrap();
+    let schemas = SchemaFiles::from_checkout(
+        &harness_testkit::utf8(harness_testkit::workspace_root()).unwrap(),
+    );
+    let from = source.files().into_iter().chain(schemas.files());
+    let to = InstallLayout::under(&utf8_prefix)
         .files()
         .into_iter()
-        .zip(InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap()).files())
-    {
+        .chain(SchemaFiles::under(&utf8_prefix).files());
+    for ((from, _), (to, _)) in from.zip(to) {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         if std::fs::hard_link(&from, &to).is_err() {
             std::fs::copy(&from, &to).unwrap();
@@ -50,8 +55,13 @@ fn fake_program(dir: &Path, name: &str, printed: &str) -> PathBuf {
 
 /// `harness doctor ARGS` with PATH = `path_first`, Node 24's directory, /usr/bin, /bin, and
 /// `stdin` on its stdin.
-#[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
 fn doctor(args: &[&str], path_first: Option<&Path>, stdin: &str) -> Output {
+    doctor_in(Path::new("/"), args, path_first, stdin)
+}
+
+/// [`doctor`], run in the directory `cwd`.
+#[expect(clippy::disallowed_methods, reason = "the test runs the harness binary")]
+fn doctor_in(cwd: &Path, args: &[&str], path_first: Option<&Path>, stdin: &str) -> Output {
     let mut path = String::new();
     if let Some(first) = path_first {
         path.push_str(&format!("{}:", first.display()));
@@ -62,6 +72,7 @@ fn doctor(args: &[&str], path_first: Option<&Path>, stdin: &str) -> Output {
         .args(args)
         .env_clear()
         .env("PATH", path)
+        .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -100,16 +111,18 @@ fn a_good_install_passes_every_check() {
     let context = text(&output);
     assert_eq!(output.status.code(), Some(0), "{context}");
     let lines = stdout_lines(&output);
-    // One line for the prefix, one per file of the layout, one per binary's --version, one for
-    // Node.
+    // One line for the prefix, one per file of the layout, one per binary's --version, one per
+    // schema, one for Node.
     let files = InstallLayout::under(&harness_testkit::utf8(&prefix).unwrap()).files();
     let binaries = files.iter().filter(|(_, mode)| mode & 0o111 != 0).count();
-    assert_eq!(lines.len(), 1 + files.len() + binaries + 1, "{context}");
+    assert_eq!(lines.len(), 1 + files.len() + binaries + SCHEMA_FILES.len() + 1, "{context}");
     assert!(lines.iter().all(|line| line.starts_with("ok ")), "{context}");
     for name in [
         "ok install prefix",
         "ok file bin/harness-gate",
         "ok version bin/harness-runner",
+        "ok schema share/harness/schemas/run.json",
+        "ok schema share/harness/schemas/doctor-check.json",
         "ok node 24",
     ] {
         assert!(lines.iter().any(|line| line == name), "{name}: {context}");
@@ -255,7 +268,9 @@ fn the_cli_a_run_names_must_print_the_bundles_cli_version() {
         doctor(&["--prefix", prefix.to_str().unwrap(), "--run", good.to_str().unwrap()], None, "");
     let context = text(&output);
     let lines = stdout_lines(&output);
-    for name in ["ok run.json", "ok bundle", "ok cli --version"] {
+    for name in
+        ["ok run.json", "ok bundle", "ok bundle workspace", "ok cli --version", "ok run loads"]
+    {
         assert!(lines.iter().any(|line| line == name), "{name}: {context}");
     }
     let other = run_dir(&dir.path().join("other"), "0.84.0");
@@ -315,22 +330,25 @@ fn claiming_broker() -> ScriptedBroker {
     broker
 }
 
-/// `harness doctor` with the run directory `run` (whose bundle names the run to claim) and the
-/// broker, the capability on stdin.
+/// `harness doctor --claim` with the run directory `run` (whose bundle names the run to claim)
+/// and the broker, the capability on stdin.
 fn broker_doctor(prefix: &Path, run: &Path, broker: &ScriptedBroker) -> Output {
-    doctor(
-        &[
-            "--prefix",
-            prefix.to_str().unwrap(),
-            "--run",
-            run.to_str().unwrap(),
-            "--broker",
-            broker.socket().to_str().unwrap(),
-            "--cap-stdin",
-        ],
-        None,
-        &format!("{{\"cap\": \"{CAP}\"}}\n"),
-    )
+    broker_doctor_with(prefix, run, broker.socket(), &["--claim"])
+}
+
+/// `harness doctor --prefix --run --broker --cap-stdin` and `extra`, the capability on stdin.
+fn broker_doctor_with(prefix: &Path, run: &Path, socket: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "--prefix",
+        prefix.to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+        "--broker",
+        socket.to_str().unwrap(),
+        "--cap-stdin",
+    ];
+    args.extend_from_slice(extra);
+    doctor(&args, None, &format!("{{\"cap\": \"{CAP}\"}}\n"))
 }
 
 #[test]
@@ -345,10 +363,10 @@ fn a_broker_in_the_runners_shapes_passes_and_no_message_is_taken() {
     let context = text(&output);
     let lines = stdout_lines(&output);
     for name in [
-        "ok broker role.claim",
+        "ok broker role.claim: claimed the role for run \"run-9\" (released below)",
         "ok broker state",
         "ok broker message.read",
-        "ok broker role.release",
+        "ok broker role.release: released the role for run \"run-9\"",
     ] {
         assert!(lines.iter().any(|line| line == name), "{name}: {context}");
     }
@@ -376,7 +394,9 @@ fn a_refused_claim_is_named_and_nothing_else_is_asked() {
     let context = text(&output);
     assert_eq!(output.status.code(), Some(1), "{context}");
     let failed = stdout_lines(&output).into_iter().any(|line| {
-        line.starts_with("FAIL broker role.claim: refused: role-held (the runner would exit 21")
+        line.starts_with(
+            "FAIL broker role.claim: refused: role-held (the runner would exit 21, claim-refused",
+        )
     });
     assert!(failed, "{context}");
     let verbs: Vec<String> = broker.calls().into_iter().map(|call| call.verb).collect();
@@ -439,29 +459,39 @@ fn a_refusing_or_absent_broker_fails_naming_the_code() {
     );
     assert!(!context.contains(CAP), "{context}");
     // Released all the same: the claim went through.
-    assert!(lines.iter().any(|line| line == "ok broker role.release"), "{context}");
-    let gone = broker.socket().with_file_name("gone.sock");
-    let output = doctor(
-        &[
-            "--prefix",
-            prefix.to_str().unwrap(),
-            "--run",
-            run.to_str().unwrap(),
-            "--broker",
-            gone.to_str().unwrap(),
-            "--cap-stdin",
-        ],
-        None,
-        &format!("{{\"cap\": \"{CAP}\"}}\n"),
+    assert!(
+        lines.iter().any(|line| line.starts_with("ok broker role.release: released")),
+        "{context}"
     );
-    let context = text(&output);
-    assert_eq!(output.status.code(), Some(1), "{context}");
-    let lines = stdout_lines(&output);
-    let unreachable = |line: &String| {
-        line.starts_with("FAIL broker role.claim: ") && line.contains("unreachable")
-    };
-    assert!(lines.iter().any(unreachable), "{context}");
-    assert!(!lines.iter().any(|line| line.contains("broker state")), "{context}");
+}
+
+/// Issue 21: an unreachable broker is named with the exit the runner ends with on it, 23
+/// (broker-unreachable), after run.json's brokerRetries tries; not 21, a refused claim's.
+#[test]
+fn an_unreachable_broker_names_the_runners_exit_23() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    let gone = dir.path().join("gone.sock");
+    for extra in [&["--claim"][..], &[]] {
+        let output = broker_doctor_with(&prefix, &run, &gone, extra);
+        let context = text(&output);
+        assert_eq!(output.status.code(), Some(1), "{extra:?}: {context}");
+        let lines = stdout_lines(&output);
+        let name =
+            if extra.is_empty() { "FAIL broker state: " } else { "FAIL broker role.claim: " };
+        let unreachable = |line: &&String| line.starts_with(name) && line.contains("unreachable");
+        let line = lines.iter().find(unreachable).unwrap_or_else(|| panic!("{extra:?}: {context}"));
+        assert!(
+            line.ends_with(
+                "(the runner would try 30 times in a row (brokerRetries), then exit 23, \
+                 broker-unreachable)"
+            ),
+            "{extra:?}: {context}"
+        );
+        assert!(!context.contains("exit 21"), "{extra:?}: {context}");
+        assert_eq!(lines.iter().filter(|line| line.contains(" broker ")).count(), 1, "{context}");
+    }
 }
 
 #[test]
@@ -500,4 +530,188 @@ fn help_says_message_read_goes_with_limit_0() {
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{help}");
     assert!(help.contains("{\"limit\": 0}") && help.contains("mark-only"), "{help}");
+}
+
+/// Issue 21: `--prefix prefix`, relative, is the prefix under the current directory, as `cargo
+/// xtask dist --prefix` takes it; every binary's `--version` (run in `/`) answers.
+#[test]
+fn a_relative_prefix_is_taken_from_the_current_directory() {
+    let Some(_node) = require_node() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    good_prefix(dir.path());
+    let output = doctor_in(dir.path(), &["--prefix", "prefix"], None, "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{context}");
+    let lines = stdout_lines(&output);
+    assert!(lines.iter().all(|line| line.starts_with("ok ")), "{context}");
+    assert!(lines.iter().any(|line| line == "ok version bin/harness-runner"), "{context}");
+    assert!(!context.contains("No such file"), "{context}");
+}
+
+/// `harness-runner RUN` with the capability on stdin and PATH as doctor gets it; its output.
+#[expect(clippy::disallowed_methods, reason = "the test runs the runner binary")]
+fn runner(run: &Path) -> Output {
+    let mut child = Command::new(workspace_binary("harness-runner"))
+        .arg(run)
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", tools_bin_dir().display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{{\"cap\": \"{CAP}\"}}\n").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 21: a run.json whose workspace is not the bundle's, which the runner refuses with exit
+/// 2 before it claims, fails doctor with the runner's own words (the seal's check_workspace),
+/// and no later check of the run claims it passes.
+#[test]
+fn a_workspace_that_is_not_the_bundles_fails_as_the_runner_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    let other = dir.path().join("other-ws");
+    std::fs::create_dir(&other).unwrap();
+    let path = run.join("run.json");
+    let mut edited: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edited["workspace"] = json!(other);
+    std::fs::write(&path, edited.to_string()).unwrap();
+    let ran = runner(&run);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "the runner: {stderr}");
+    assert!(stderr.contains("workspace"), "the runner: {stderr}");
+    let output =
+        doctor(&["--prefix", prefix.to_str().unwrap(), "--run", run.to_str().unwrap()], None, "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let lines = stdout_lines(&output);
+    let failed = lines.iter().any(|line| {
+        line.starts_with("FAIL bundle workspace: ")
+            && line.contains(other.to_str().unwrap())
+            && line.ends_with("(the runner would exit 2)")
+    });
+    assert!(failed, "{context}");
+    assert!(lines.iter().any(|line| line == "ok run.json"), "{context}");
+    assert!(!lines.iter().any(|line| line.contains("run loads")), "{context}");
+}
+
+/// Issue 21: without --claim doctor changes nothing on the broker: it sends `state` alone (no
+/// claim, no read, no release); `not-claimed` (a broker that answers state only after a claim)
+/// passes with a note, a result in the runner's shape passes, and any other refusal fails.
+#[test]
+fn without_claim_only_state_is_sent_and_nothing_is_claimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    for (answer, expected) in [
+        (BrokerAnswer::refuse("not-claimed"), "ok broker state: reachable: refused not-claimed"),
+        (BrokerAnswer::result(good_state()), "ok broker state: answered in the runner's shape"),
+        (
+            BrokerAnswer::refuse("capability-invalid"),
+            "FAIL broker state: refused: capability-invalid",
+        ),
+        (BrokerAnswer::result(json!({"launch": 1})), "FAIL broker state: the result is not"),
+    ] {
+        let broker = claiming_broker();
+        broker.answer("state", answer);
+        broker.answer("message.read", BrokerAnswer::result(json!({"message": null})));
+        let output = broker_doctor_with(&prefix, &run, broker.socket(), &[]);
+        let context = text(&output);
+        let lines = stdout_lines(&output);
+        assert!(lines.iter().any(|line| line.starts_with(expected)), "{expected}: {context}");
+        let ok = expected.starts_with("ok ");
+        assert_eq!(output.status.code(), Some(if ok { 0 } else { 1 }), "{context}");
+        if ok {
+            assert!(lines.iter().any(|line| line.contains("nothing was claimed")), "{context}");
+        }
+        assert!(!context.contains("claimed the role"), "{context}");
+        let verbs: Vec<String> = broker.calls().into_iter().map(|call| call.verb).collect();
+        assert_eq!(verbs, ["state"], "{context}");
+        assert!(!context.contains(CAP), "{context}");
+    }
+}
+
+/// Issue 21: `--json` prints one object a check, {"name", "ok", "reason"} and nothing else, the
+/// same checks in the same order as the text form, the capability blanked out of them too.
+#[test]
+fn json_prints_one_object_per_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    std::fs::remove_file(prefix.join("share/harness/unslop/lists.json")).unwrap();
+    let run = run_dir(&dir.path().join("r"), "0.85.1");
+    let broker = claiming_broker();
+    // A refusal whose message holds the capability: it must not reach a reason.
+    broker.answer("state", BrokerAnswer::result(json!({"launch": CAP})));
+    broker.answer("message.read", BrokerAnswer::result(json!({"message": null})));
+    let texted = broker_doctor(&prefix, &run, &broker);
+    let broker = claiming_broker();
+    broker.answer("state", BrokerAnswer::result(json!({"launch": CAP})));
+    broker.answer("message.read", BrokerAnswer::result(json!({"message": null})));
+    let output = broker_doctor_with(&prefix, &run, broker.socket(), &["--claim", "--json"]);
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    assert!(!context.contains(CAP), "{context}");
+    let text_lines = stdout_lines(&texted);
+    let json_lines = stdout_lines(&output);
+    assert_eq!(json_lines.len(), text_lines.len(), "{context}\n{}", text(&texted));
+    for (line, texted) in json_lines.iter().zip(&text_lines) {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        let object = value.as_object().unwrap();
+        let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["name", "ok", "reason"], "{line}");
+        let (name, ok, reason) = (&value["name"], &value["ok"], &value["reason"]);
+        let rebuilt = match (ok.as_bool().unwrap(), reason.as_str()) {
+            (true, None) => format!("ok {}", name.as_str().unwrap()),
+            (true, Some(note)) => format!("ok {}: {note}", name.as_str().unwrap()),
+            (false, reason) => format!("FAIL {}: {}", name.as_str().unwrap(), reason.unwrap()),
+        };
+        assert_eq!(&rebuilt, texted, "{context}");
+    }
+    let failed: Vec<&str> = json_lines
+        .iter()
+        .filter(|line| line.contains("\"ok\":false"))
+        .map(String::as_str)
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .any(|line| line.contains("\"name\":\"file share/harness/unslop/lists.json\"")),
+        "{failed:?}"
+    );
+    assert!(failed.iter().any(|line| line.contains("\"name\":\"broker state\"")), "{failed:?}");
+}
+
+/// Issue 21: the schemas an install carries are checked: one missing and one that is not JSON
+/// fail, each named.
+#[test]
+fn a_missing_or_broken_schema_fails_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = good_prefix(dir.path());
+    let schemas = prefix.join("share/harness/schemas");
+    std::fs::remove_file(schemas.join("run.json")).unwrap();
+    std::fs::remove_file(schemas.join("state-result.json")).unwrap();
+    std::fs::write(schemas.join("state-result.json"), "{\"type\": ").unwrap();
+    let output = doctor(&["--prefix", prefix.to_str().unwrap()], None, "");
+    let context = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{context}");
+    let lines = stdout_lines(&output);
+    for (name, why) in [
+        ("FAIL schema share/harness/schemas/run.json: ", "No such file"),
+        ("FAIL schema share/harness/schemas/state-result.json: ", "is not JSON"),
+    ] {
+        assert!(
+            lines.iter().any(|line| line.starts_with(name) && line.contains(why)),
+            "{name}: {context}"
+        );
+    }
+    assert!(
+        lines.iter().any(|line| line == "ok schema share/harness/schemas/tools.json"),
+        "{context}"
+    );
+    // A bundle built on that prefix is not refused: no session reads a schema.
+    assert!(lines.iter().any(|line| line == "ok install prefix"), "{context}");
 }
