@@ -14,7 +14,7 @@ use camino::Utf8PathBuf;
 use harness_adapters::{InstallLayout, SchemaFiles};
 use harness_bus::{Broker as _, BrokerConfig, BrokerError, Capability, UnixBroker};
 use harness_bus::{MessageReadResult, StateResult};
-use harness_runner::{Environment, RunError};
+use harness_runner::RunError;
 use harness_tools::Verb;
 use rustix::fs::Access;
 use serde_json::json;
@@ -343,7 +343,7 @@ fn run_dir(report: &mut Report, dir: &Path) -> Option<RunInfo> {
         }),
     );
     if workspace && cli {
-        let loaded = harness_runner::load_run(dir.as_std_path(), &Environment::of_process())
+        let loaded = harness_runner::load_run(dir.as_std_path())
             .map(drop)
             .map_err(|error| format!("{error} (the runner would exit {})", error.exit_code()));
         report.check("run loads", loaded);
