@@ -200,7 +200,7 @@ fn tool_socket_lines_that_are_not_requests_get_an_error_and_the_connection_keeps
         ("args an array", br#"{"tool": "list_tasks", "args": [1]}"#.to_vec(), ToolErrorKind::BadArguments, "bad-arguments: list_tasks"),
         ("args a string", br#"{"tool": "get_task", "args": "T-1"}"#.to_vec(), ToolErrorKind::BadArguments, "bad-arguments: get_task"),
         ("a nested arg", format!( r#"{{"tool": "list_tasks", "args": {{"label": {}1{}}}}}"#, "[".repeat(120), "]".repeat(120) ) .into_bytes(), ToolErrorKind::BadArguments, "bad-arguments: list_tasks"),
-        ("a 900 KiB arg", format!( r#"{{"tool": "get_task", "args": {{"task_ref": "{}"}}}}"#, "x".repeat(900 << 10) ) .into_bytes(), ToolErrorKind::BadArguments, "bad-arguments: get_task"),
+        ("a 580 KiB arg", format!( r#"{{"tool": "get_task", "args": {{"task_ref": "{}"}}}}"#, "x".repeat(580 << 10) ) .into_bytes(), ToolErrorKind::BadArguments, "bad-arguments: get_task"),
     ];
     let (mut stream, mut reader) = connect(fixture.socket.path());
     for (what, line, kind, words) in &cases {
