@@ -49,7 +49,8 @@ pub enum ToolErrorKind {
     NotAvailable,
     /// The call could not be made or answered (broker unreachable, timeout, bad reply).
     Failed,
-    /// The socket had too many connections open.
+    /// The socket had no room: every connection in a call, or every slot for a long line taken
+    /// (the connection is closed).
     Busy,
 }
 
