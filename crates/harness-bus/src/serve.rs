@@ -222,11 +222,18 @@ impl Server {
             let mut counter = [0u8; 8];
             let _ = rustix::io::read(&*self.wake, &mut counter);
         }
-        while let Ok((id, reply)) = done_rx.try_recv() {
+        while let Ok((id, rest)) = done_rx.try_recv() {
             if let Some(conn) = self.conns.get_mut(&id) {
                 conn.in_call = false;
-                conn.queue(&reply, now);
-                ready.push((id, PollFlags::OUT));
+                conn.last_active = now;
+                if rest.is_empty() {
+                    // The call's thread wrote the whole reply: the connection reads again.
+                    self.after_reply(id, now);
+                    ready.push((id, PollFlags::IN));
+                } else {
+                    conn.queue(&rest, now);
+                    ready.push((id, PollFlags::OUT));
+                }
             }
         }
         for (id, flags) in ready {
@@ -424,10 +431,19 @@ impl Server {
         let shared = self.shared.clone();
         let done = self.done_tx.clone();
         let wake = self.wake.clone();
+        // The call's thread writes what the client's buffer takes of the reply itself, on its
+        // own descriptor of the connection: the loop does not touch a connection in a call, and
+        // the reply need not wait for the loop to wake. The loop writes the rest, if any.
+        let writer = conn.stream.try_clone().ok();
         let spawned = thread::Builder::new().name("tool-call".into()).stack_size(CALL_STACK).spawn(
             move || {
-                let reply = call(&shared, tool, &args);
-                if done.send((id, reply.to_line().into_bytes())).is_ok() {
+                let mut line = call(&shared, tool, &args).to_line().into_bytes();
+                if let Some(writer) = writer {
+                    let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+                    let sent = rustix::net::send(&writer, &line, flags).unwrap_or(0);
+                    line.drain(..sent);
+                }
+                if done.send((id, line)).is_ok() {
                     let _ = rustix::io::write(&*wake, &1u64.to_ne_bytes());
                 }
             },

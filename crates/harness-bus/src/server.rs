@@ -159,7 +159,7 @@ impl std::fmt::Debug for ToolSocket {
 
 /// A serving tool socket; [`RunningToolSocket::stop`] (or dropping it) stops serving, closes
 /// every connection, removes the socket file and waits for the loop's thread. A call in flight
-/// still reaches its backend; its reply is not sent.
+/// still reaches its backend; its reply is sent if the client's buffer takes it at once.
 #[derive(Debug)]
 pub struct RunningToolSocket {
     path: PathBuf,

@@ -229,7 +229,8 @@ fn tool_socket_oversized_and_abandoned_lines_cost_one_connection_each() {
     big_reader.read_line(&mut reply).unwrap();
     let reply: ToolReply = serde_json::from_str(&reply).unwrap();
     assert_eq!(reply.error, Some(ToolErrorKind::RequestTooLarge), "{reply:?}");
-    assert!(reply.text.contains("at most 1048576 bytes"), "{reply:?}");
+    let most = format!("at most {} bytes", harness_tools::MAX_REQUEST_BYTES);
+    assert!(reply.text.contains(&most), "{reply:?}");
     let mut rest = Vec::new();
     assert_eq!(big_reader.read_to_end(&mut rest).unwrap(), 0, "closed after the reply: {rest:?}");
     // Clients that hang up mid-line, mid-UTF-8 sequence, and after a whole bad line unread.
