@@ -26,7 +26,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -58,8 +58,8 @@ const CALL_STACK: usize = 256 * 1024;
 /// turn in each round.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// What a call's thread sends back: the connection and its reply line.
-type Done = (u64, Vec<u8>);
+/// What a call's thread sends back: the connection and what it could not write of its reply.
+pub(crate) type Done = (u64, Vec<u8>);
 
 /// What a connection waits for after its next line was looked at.
 enum Next {
@@ -154,7 +154,8 @@ struct Server {
     slots_used: usize,
     done_tx: Sender<Done>,
     wake: Arc<OwnedFd>,
-    chunk: Box<[u8]>,
+    /// The buffer one read goes to, allocated with the first connection.
+    chunk: Vec<u8>,
 }
 
 /// Serves `listener` until `stopping` is set and `wake` is signalled.
@@ -163,8 +164,8 @@ pub(crate) fn run(
     shared: Arc<Shared>,
     stopping: &AtomicBool,
     wake: Arc<OwnedFd>,
+    (done_tx, done_rx): (Sender<Done>, Receiver<Done>),
 ) {
-    let (done_tx, done_rx) = channel::<Done>();
     let mut server = Server {
         shared,
         conns: BTreeMap::new(),
@@ -172,7 +173,7 @@ pub(crate) fn run(
         slots_used: 0,
         done_tx,
         wake,
-        chunk: vec![0u8; READ_CHUNK].into_boxed_slice(),
+        chunk: Vec::new(),
     };
     while !stopping.load(Ordering::SeqCst) {
         server.round(listener, &done_rx);
@@ -187,9 +188,16 @@ impl Server {
         let mut ready: Vec<(u64, PollFlags)> = Vec::with_capacity(self.conns.len());
         let (listener_ready, woken) = {
             let mut ids = Vec::with_capacity(self.conns.len());
-            let mut fds = Vec::with_capacity(self.conns.len() + 2);
-            fds.push(PollFd::new(listener, PollFlags::IN));
-            fds.push(PollFd::new(&*self.wake, PollFlags::IN));
+            let base =
+                [PollFd::new(listener, PollFlags::IN), PollFd::new(&*self.wake, PollFlags::IN)];
+            // An idle socket allocates nothing on this thread (no malloc arena of its own): the
+            // poll set of the listener and the eventfd alone is an array.
+            let mut base_only = base.clone();
+            let mut fds = Vec::new();
+            if !self.conns.is_empty() {
+                fds.reserve_exact(self.conns.len() + 2);
+                fds.extend(base);
+            }
             for (&id, conn) in &self.conns {
                 let events = if !conn.output.is_empty() {
                     PollFlags::OUT
@@ -203,7 +211,8 @@ impl Server {
             }
             let timespec =
                 timeout.and_then(|timeout| rustix::event::Timespec::try_from(timeout).ok());
-            if rustix::event::poll(&mut fds, timespec.as_ref()).is_err() {
+            let fds: &mut [PollFd<'_>] = if fds.is_empty() { &mut base_only } else { &mut fds };
+            if rustix::event::poll(fds, timespec.as_ref()).is_err() {
                 // EINTR, or out of memory for the poll set: the next round tries again; the
                 // pause keeps a persistent error from spinning a core.
                 thread::sleep(Duration::from_millis(10));
@@ -368,6 +377,9 @@ impl Server {
     fn read(&mut self, id: u64, now: Instant) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         let limit = if conn.large { MAX_REQUEST_BYTES } else { SMALL_LINE };
+        if self.chunk.is_empty() {
+            self.chunk = vec![0u8; READ_CHUNK];
+        }
         let room = limit.saturating_sub(conn.input.len()).min(self.chunk.len());
         if room == 0 {
             return;

@@ -194,9 +194,11 @@ impl ToolSocket {
         let stopping = Arc::new(AtomicBool::new(false));
         let path = self.path.clone();
         let identity = self.identity;
+        // Made here, so that the loop's thread allocates nothing until a client connects.
+        let done = std::sync::mpsc::channel::<crate::serve::Done>();
         let thread = thread::Builder::new().name("tool-socket".into()).spawn({
             let (stopping, wake) = (stopping.clone(), wake.clone());
-            move || crate::serve::run(&self.listener, self.shared.clone(), &stopping, wake)
+            move || crate::serve::run(&self.listener, self.shared.clone(), &stopping, wake, done)
         })?;
         Ok(RunningToolSocket { path, identity, wake, stopping, thread: Some(thread) })
     }
