@@ -52,7 +52,8 @@ fn main() -> Result<()> {
         binary_beside(runner, sibling)?;
     }
     let bin = Path::new(runner).parent().ok_or("the runner has no directory")?;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Canonical: the install layout must be a normal path (no `..`).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
     let world = World::new(&root, bin)?;
 
     eprintln!("bench load: {BURSTS} bursts of {CONCURRENT} concurrent calls, and in a row ...");

@@ -9,13 +9,15 @@
 //! against the bundle's tools.json with harness-tools' checks, and forwards it with the
 //! capability it holds, which never reaches the client, to the [`Backends`] of its route.
 //!
-//! This crate starts no process and does not depend on an async runtime (the tool socket is a
-//! thread per connection); what the tools are, and their checks, is harness-tools.
+//! This crate starts no process and does not depend on an async runtime (the tool socket is one
+//! `poll` loop, and a thread per call in flight); what the tools are, and their checks, is
+//! harness-tools.
 
 mod broker;
 mod capability;
 mod client;
 mod host;
+mod serve;
 mod server;
 mod wire;
 

@@ -2,37 +2,33 @@
 //!
 //! [`ToolSocket::bind`] creates `RUN/tools.sock` so that it is never reachable with a mode wider
 //! than 0600: the socket is bound inside a fresh 0700 directory next to it, set to 0600, checked,
-//! and only then renamed into place. [`ToolSocket::spawn`] serves it on a thread per connection:
-//! each line is one call, checked against the session's tools.json and the catalogue's argument
-//! rules, then forwarded over its route with the capability this component holds and the client
-//! never sees. A malformed line gets an error reply and the connection stays open; an oversized
-//! line gets an error and the connection is closed; a client that hangs up mid-line is dropped;
-//! none of these touch any other connection.
+//! and only then renamed into place. [`ToolSocket::spawn`] serves it on one thread that reads every
+//! connection (`serve.rs`, with the bounds that keep one client from starving another): each line
+//! is one call, checked against the session's tools.json and the catalogue's argument rules, then
+//! forwarded over its route, on a thread of its own, with the capability this component holds and
+//! the client never sees. A malformed line gets an error reply and the connection stays open; an
+//! oversized line gets an error and the connection is closed; a client that hangs up mid-line is
+//! dropped; none of these touch any other connection.
 
 use std::fs::{self, DirBuilder};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
 
 use serde_json::Value;
 
 use harness_tools::{
-    MAX_REQUEST_BYTES, Route, ToolDef, ToolErrorKind, ToolReply, ToolRequest, ToolsFile,
-    prepare_args, reply_text, shape_result,
+    Route, ToolDef, ToolErrorKind, ToolReply, ToolRequest, ToolsFile, prepare_args, reply_text,
+    shape_result,
 };
 
 use crate::broker::{Broker, BrokerError, RefusalCode};
 use crate::capability::Capability;
-
-/// The most connections served at once; one more is told `busy` and closed.
-const MAX_CONNECTIONS: usize = 256;
-/// How long a connection may sit idle between calls before it is closed.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A route other than the broker's: the host's launch socket or its git socket.
 pub trait Backend: Send + Sync {
@@ -139,11 +135,11 @@ pub enum ServerError {
     },
 }
 
-struct Shared {
+/// What the loop and every call's thread share.
+pub(crate) struct Shared {
     tools: ToolsFile,
     capability: Capability,
     backends: Backends,
-    connections: AtomicUsize,
 }
 
 /// A bound tool socket, not yet serving. Dropping it (unspawned) removes the socket file.
@@ -161,15 +157,15 @@ impl std::fmt::Debug for ToolSocket {
     }
 }
 
-/// A serving tool socket; [`RunningToolSocket::stop`] (or dropping it) stops accepting,
-/// removes the socket file and waits for the accept thread. Connections already open finish
-/// their current call.
+/// A serving tool socket; [`RunningToolSocket::stop`] (or dropping it) stops serving, closes
+/// every connection, removes the socket file and waits for the loop's thread. A call in flight
+/// still reaches its backend; its reply is sent if the client's buffer takes it at once.
 #[derive(Debug)]
 pub struct RunningToolSocket {
     path: PathBuf,
     identity: (u64, u64),
-    /// The listener, shared with the accept thread, to wake it with `shutdown(2)`.
-    waker: Option<UnixListener>,
+    /// The loop's eventfd, to wake it.
+    wake: Arc<OwnedFd>,
     stopping: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -181,8 +177,7 @@ impl ToolSocket {
     pub fn bind(config: ToolSocketConfig) -> Result<Self, ServerError> {
         let ToolSocketConfig { path, tools, capability, backends } = config;
         let (listener, identity) = bind_private(&path)?;
-        let shared =
-            Arc::new(Shared { tools, capability, backends, connections: AtomicUsize::new(0) });
+        let shared = Arc::new(Shared { tools, capability, backends });
         Ok(Self { listener, path, identity, shared })
     }
 
@@ -193,46 +188,19 @@ impl ToolSocket {
 
     /// Serves on a background thread until stopped.
     pub fn spawn(self) -> io::Result<RunningToolSocket> {
+        use rustix::event::{EventfdFlags, eventfd};
+        self.listener.set_nonblocking(true)?;
+        let wake = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
         let stopping = Arc::new(AtomicBool::new(false));
         let path = self.path.clone();
         let identity = self.identity;
-        let waker = self.listener.try_clone().ok();
+        // Made here, so that the loop's thread allocates nothing until a client connects.
+        let done = std::sync::mpsc::channel::<crate::serve::Done>();
         let thread = thread::Builder::new().name("tool-socket".into()).spawn({
-            let stopping = stopping.clone();
-            move || self.accept_loop(&stopping)
+            let (stopping, wake) = (stopping.clone(), wake.clone());
+            move || crate::serve::run(&self.listener, self.shared.clone(), &stopping, wake, done)
         })?;
-        Ok(RunningToolSocket { path, identity, waker, stopping, thread: Some(thread) })
-    }
-
-    fn accept_loop(self, stopping: &AtomicBool) {
-        for stream in self.listener.incoming() {
-            if stopping.load(Ordering::SeqCst) {
-                return;
-            }
-            let Ok(stream) = stream else {
-                // An accept error (out of descriptors, say) is worth another try; the pause
-                // keeps a persistent one from spinning a core.
-                thread::sleep(Duration::from_millis(10));
-                continue;
-            };
-            let shared = self.shared.clone();
-            if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                shared.connections.fetch_sub(1, Ordering::SeqCst);
-                let busy = ToolReply::failure(ToolErrorKind::Busy, "busy: too many connections");
-                let _ = (&stream).write_all(busy.to_line().as_bytes());
-                continue;
-            }
-            let spawned = thread::Builder::new().name("tool-call".into()).spawn({
-                let shared = shared.clone();
-                move || {
-                    serve_connection(&shared, stream);
-                    shared.connections.fetch_sub(1, Ordering::SeqCst);
-                }
-            });
-            if spawned.is_err() {
-                shared.connections.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
+        Ok(RunningToolSocket { path, identity, wake, stopping, thread: Some(thread) })
     }
 }
 
@@ -250,15 +218,8 @@ impl RunningToolSocket {
     fn shut_down(&mut self) {
         let Some(thread) = self.thread.take() else { return };
         self.stopping.store(true, Ordering::SeqCst);
-        // Shutting the listener down wakes the blocked accept with an error on Linux, even when
-        // the socket file is already gone; a connection is the fallback. Either way the accept
-        // loop then sees the flag.
-        let woken = self.waker.as_ref().is_some_and(|listener| {
-            rustix::net::shutdown(listener, rustix::net::Shutdown::Read).is_ok()
-        });
-        if !woken {
-            let _ = UnixStream::connect(&self.path);
-        }
+        // The loop polls the eventfd: a write wakes it, and it then sees the flag.
+        let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
         let _ = thread.join();
         remove_if_ours(&self.path, self.identity);
     }
@@ -377,78 +338,49 @@ fn bind_private(path: &Path) -> Result<(UnixListener, (u64, u64)), ServerError> 
     bound
 }
 
-/// Serves one connection until it closes, errs, idles out or sends an oversized line.
-fn serve_connection(shared: &Shared, stream: UnixStream) {
-    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(IDLE_TIMEOUT));
-    let mut reader = BufReader::new(&stream);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let limit = MAX_REQUEST_BYTES as u64 + 1;
-        match (&mut reader).take(limit).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        if !line.ends_with(b"\n") {
-            if line.len() > MAX_REQUEST_BYTES {
-                let reply = ToolReply::failure(
-                    ToolErrorKind::RequestTooLarge,
-                    format!("request-too-large: a request is at most {MAX_REQUEST_BYTES} bytes"),
-                );
-                let _ = (&stream).write_all(reply.to_line().as_bytes());
-            }
-            // Otherwise the client hung up mid-request: nothing to answer.
-            return;
-        }
-        let reply = answer(shared, &line);
-        if (&stream).write_all(reply.to_line().as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-/// Answers one request line.
-fn answer(shared: &Shared, line: &[u8]) -> ToolReply {
+/// Checks one request line: the tool and its arguments, or the error reply.
+pub(crate) fn check(shared: &Shared, line: &[u8]) -> Result<(&'static ToolDef, Value), ToolReply> {
     let request: ToolRequest = match serde_json::from_slice(line) {
         Ok(request) => request,
         Err(error) => {
-            return ToolReply::failure(
+            return Err(ToolReply::failure(
                 ToolErrorKind::BadRequest,
                 format!(
                     "bad-request: not a tool request ({{\"tool\": NAME, \"args\": {{…}}}}): {error}"
                 ),
-            );
+            ));
         }
     };
     let Some(tool) = shared.tools.get(&request.tool) else {
-        return ToolReply::failure(
+        return Err(ToolReply::failure(
             ToolErrorKind::UnknownTool,
             format!(
                 "unknown-tool: this session has no tool {:?}; its tools are {}",
                 request.tool,
                 shared.tools.names().join(", ")
             ),
-        );
+        ));
     };
-    let args = match prepare_args(tool, &request.args) {
-        Ok(args) => args,
-        Err(error) => {
-            return ToolReply::failure(
-                ToolErrorKind::BadArguments,
-                format!("bad-arguments: {}: {error}", tool.name),
-            );
-        }
-    };
+    match prepare_args(tool, &request.args) {
+        Ok(args) => Ok((tool, args)),
+        Err(error) => Err(ToolReply::failure(
+            ToolErrorKind::BadArguments,
+            format!("bad-arguments: {}: {error}", tool.name),
+        )),
+    }
+}
+
+/// Carries out a checked call over its route.
+pub(crate) fn call(shared: &Shared, tool: &ToolDef, args: &Value) -> ToolReply {
     let result = match tool.route {
         Route::Broker(verb) => shared
             .backends
             .broker
-            .call(&shared.capability, verb, &args)
+            .call(&shared.capability, verb, args)
             .map_err(from_broker)
             .and_then(|result| shape_result(verb, result).map_err(BackendError::Failed)),
-        Route::Launch => shared.backends.launch.call(&shared.capability, tool, &args),
-        Route::Git(_) => shared.backends.git.call(&shared.capability, tool, &args),
+        Route::Launch => shared.backends.launch.call(&shared.capability, tool, args),
+        Route::Git(_) => shared.backends.git.call(&shared.capability, tool, args),
     };
     match result {
         Ok(value) => match reply_text(&value) {

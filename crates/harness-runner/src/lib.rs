@@ -7,6 +7,7 @@
 //! confinement hook), and a child subreaper that kills whatever a turn left behind. The capability is read from stdin and kept in memory only: it never reaches a
 //! file, the environment, argv or a log.
 
+mod capped;
 mod config;
 mod confinement;
 mod creds;

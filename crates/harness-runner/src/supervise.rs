@@ -3,9 +3,9 @@
 //!
 //! [`run`] spawns a [`Spawn`] with an explicit environment (`env_clear` and the given variables,
 //! nothing inherited), in a process group of its own (`process_group(0)`), stdin null, stdout
-//! (and stderr, unless it goes to a file) read into capped buffers on threads of their own, or
-//! stdout inline on the waiting thread for a short output ([`StdoutTo::Inline`]), and waits
-//! under a deadline and a stop flag. It returns an [`Outcome`]: how the process ended
+//! and stderr read through pipes on threads of their own (into capped buffers, or stderr into a
+//! capped file: [`crate::capped`]), or stdout inline on the waiting thread for a short output
+//! ([`StdoutTo::Inline`]), and waits under a deadline and a stop flag. It returns an [`Outcome`]: how the process ended
 //! ([`Ended`]) and what was read from it, also when a detached descendant (`setsid sleep 40 &`)
 //! still holds the pipe: once the process has ended the rest of the tree is killed (see
 //! [`sweep_descendants`]) and whatever arrived within a short grace is taken. The whole group is
@@ -40,6 +40,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitOptions};
 
+use crate::capped::CappedFile;
+
 /// A hook applied to the command before it is spawned (see the module docs).
 pub(crate) trait PreExec: Send + Sync + std::fmt::Debug {
     /// Registers what must happen in the child before `exec` (a `pre_exec` closure).
@@ -56,7 +58,9 @@ const GRACE: Duration = Duration::from_millis(500);
 pub(crate) enum StderrTo {
     /// Read into a buffer of at most this many bytes.
     Capture(usize),
-    /// Written to this file.
+    /// Read through a pipe and written to this file, at most its first and last 512 KiB with a
+    /// line between them saying how much was dropped ([`CappedFile`]); a write that fails (a
+    /// full disk) fails nothing.
     File(std::fs::File),
 }
 
@@ -215,16 +219,9 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
         reason = "the supervisor is where the runner starts its processes: the adapter and git"
     )]
     let mut command = Command::new(spawn.program);
-    let capture_stderr = match spawn.stderr {
-        StderrTo::Capture(cap) => {
-            command.stderr(Stdio::piped());
-            Some(cap)
-        }
-        StderrTo::File(file) => {
-            command.stderr(Stdio::from(file));
-            None
-        }
-    };
+    // stderr is a pipe either way: the file is written by the runner, capped, never handed to
+    // the child (which could make it any size).
+    command.stderr(Stdio::piped());
     command
         .args(&spawn.args)
         .env_clear()
@@ -264,14 +261,18 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
         (Some(pipe), Some((cap, true))) => (None, Some(Inline::new(pipe, cap))),
         _ => (None, None),
     };
-    let stderr = match (child.stderr.take(), capture_stderr) {
-        (Some(pipe), Some(cap)) => Some(Capture::start(pipe, cap)),
-        _ => None,
+    let (stderr, stderr_file) = match (child.stderr.take(), spawn.stderr) {
+        (Some(pipe), StderrTo::Capture(cap)) => (Some(Capture::start(pipe, cap)), None),
+        (Some(pipe), StderrTo::File(file)) => (None, Some(CappedFile::start(pipe, file))),
+        (None, _) => (None, None),
     };
-    let (stdout, stderr, mut inline) =
-        match (stdout.transpose(), stderr.transpose(), inline.transpose()) {
-            (Ok(stdout), Ok(stderr), Ok(inline)) => (stdout, stderr, inline),
-            (Err(error), ..) | (_, Err(error), _) | (.., Err(error)) => {
+    let (stdout, stderr, mut inline, stderr_file) =
+        match (stdout.transpose(), stderr.transpose(), inline.transpose(), stderr_file.transpose())
+        {
+            (Ok(stdout), Ok(stderr), Ok(inline), Ok(stderr_file)) => {
+                (stdout, stderr, inline, stderr_file)
+            }
+            (Err(error), ..) | (_, Err(error), ..) | (_, _, Err(error), _) | (.., Err(error)) => {
                 kill();
                 let _ = child.wait();
                 return Err(error);
@@ -304,11 +305,18 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
     if !matches!(ended, Ended::Exited(_)) {
         let _ = child.wait();
     }
-    let take = |capture: Option<Capture>| capture.map(|c| c.take(GRACE)).unwrap_or_default();
+    // One grace for all the pipes together: a process left holding every one of them costs the
+    // call the grace once.
+    let killed = Instant::now();
+    let grace = || GRACE.saturating_sub(killed.elapsed());
+    let take = |capture: Option<Capture>| capture.map(|c| c.take(grace())).unwrap_or_default();
     let stdout = match inline {
-        Some(inline) => inline.finish(GRACE),
+        Some(inline) => inline.finish(grace()),
         None => take(stdout),
     };
+    if let Some(stderr_file) = stderr_file {
+        stderr_file.finish(grace());
+    }
     Ok(Outcome { ended, stdout, stderr: take(stderr) })
 }
 

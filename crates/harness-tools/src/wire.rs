@@ -10,7 +10,13 @@ use serde_json::Value;
 
 /// The largest request line the tool socket reads, newline included; a longer one is answered
 /// with `request-too-large` and the connection is closed.
-pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+///
+/// It is what the largest call the catalogue bounds needs, rounded up to 4 KiB: write_record
+/// with every string at its longest (100000 + 300 + 200 + 200 UTF-16 code units) and every code
+/// unit written as a six-byte `\uXXXX` escape, 604283 bytes in all. change_organization's objects
+/// are unbounded in the catalogue (the broker checks their inside) and share this cap. The test
+/// `the_request_cap_is_the_largest_bounded_call_rounded_up_to_4_kib` derives it again.
+pub const MAX_REQUEST_BYTES: usize = 592 * 1024;
 
 /// One call on the tool socket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -43,7 +49,8 @@ pub enum ToolErrorKind {
     NotAvailable,
     /// The call could not be made or answered (broker unreachable, timeout, bad reply).
     Failed,
-    /// The socket had too many connections open.
+    /// The socket had no room: every connection in a call, or every slot for a long line taken
+    /// (the connection is closed).
     Busy,
 }
 

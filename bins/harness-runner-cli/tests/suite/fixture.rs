@@ -30,6 +30,9 @@ case "${TEST_MODE:-ok}" in
   detach) setsid sh -c 'sleep 40; :' "$TEST_MARK" &
     printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
   silent) printf done > "$MOSAIC_TURN_MARKER" ;;
+  stderrflood) setsid sh -c 'sleep 40; :' "$TEST_MARK" > /dev/null < /dev/null &
+    { echo HEAD-OF-STDERR; yes 0123456789abcdef | head -c 52428800; echo TAIL-OF-STDERR; } >&2
+    printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
   leave) setsid sh -c 'sleep 40; :' "$TEST_MARK" > /dev/null 2>&1 < /dev/null &
     printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
   leavehang) setsid sh -c 'sleep 40; :' "$TEST_MARK" > /dev/null 2>&1 < /dev/null &

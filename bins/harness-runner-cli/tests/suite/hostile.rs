@@ -307,6 +307,43 @@ fn a_detached_child_holding_stdout_does_not_empty_the_answer() {
     assert!(left.is_empty(), "the holder of stdout was left running: {left:?}");
 }
 
+/// 50 MiB on stderr, with a detached process left holding stderr: the turn ends and is
+/// answered, and its stderr file keeps the head and the tail, at most 1 MiB and the note.
+#[test]
+fn a_turn_flooding_stderr_leaves_a_file_of_at_most_1_mib_with_its_head_and_tail() {
+    let mark = marker("stderr");
+    let fx = Fixture::new();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
+    let child = fx.spawn(&[("TEST_MODE", "stderrflood"), ("TEST_MARK", &mark)]);
+    wait_until(LIMIT, "the reply", || !sends(&fx).is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let left = kill_marked(&mark);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(sends(&fx)[0]["text"], "answered: Hi");
+    assert!(left.is_empty(), "the holder of stderr was left running: {left:?}");
+    let files: Vec<_> = std::fs::read_dir(fx.run.join("turns"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "stderr"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let kept = std::fs::read(&files[0]).unwrap();
+    let note = "bytes of this turn's stderr dropped here";
+    assert!(kept.len() <= 1024 * 1024 + 200, "the stderr file is {} bytes", kept.len());
+    assert!(kept.starts_with(b"HEAD-OF-STDERR\n0123456789abcdef\n"), "the head is gone");
+    // 52428800 is not a whole number of `yes` lines: the last one is cut before the marker.
+    let last = 52_428_800 % 17;
+    let tail = format!("0123456789abcdef\n{}TAIL-OF-STDERR\n", &"0123456789abcdef"[..last]);
+    assert!(kept.ends_with(tail.as_bytes()), "the tail is gone");
+    let text = String::from_utf8_lossy(&kept);
+    let notes: Vec<&str> = text.lines().filter(|line| line.contains(note)).collect();
+    let dropped = 52_428_800 + 30 - 1024 * 1024;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].starts_with(&format!("[harness-runner: {dropped} bytes")), "{notes:?}");
+}
+
 #[test]
 fn a_turn_that_prints_nothing_fails_with_a_reason_never_an_empty_result() {
     let fx = Fixture::new();

@@ -3,6 +3,7 @@ mod confine;
 mod confined_clis;
 mod example_host;
 mod exits;
+mod fair_socket;
 mod faults;
 mod fixture;
 mod garbage;

@@ -200,7 +200,7 @@ fn tool_socket_lines_that_are_not_requests_get_an_error_and_the_connection_keeps
         ("args an array", br#"{"tool": "list_tasks", "args": [1]}"#.to_vec(), ToolErrorKind::BadArguments, "bad-arguments: list_tasks"),
         ("args a string", br#"{"tool": "get_task", "args": "T-1"}"#.to_vec(), ToolErrorKind::BadArguments, "bad-arguments: get_task"),
         ("a nested arg", format!( r#"{{"tool": "list_tasks", "args": {{"label": {}1{}}}}}"#, "[".repeat(120), "]".repeat(120) ) .into_bytes(), ToolErrorKind::BadArguments, "bad-arguments: list_tasks"),
-        ("a 900 KiB arg", format!( r#"{{"tool": "get_task", "args": {{"task_ref": "{}"}}}}"#, "x".repeat(900 << 10) ) .into_bytes(), ToolErrorKind::BadArguments, "bad-arguments: get_task"),
+        ("a 580 KiB arg", format!( r#"{{"tool": "get_task", "args": {{"task_ref": "{}"}}}}"#, "x".repeat(580 << 10) ) .into_bytes(), ToolErrorKind::BadArguments, "bad-arguments: get_task"),
     ];
     let (mut stream, mut reader) = connect(fixture.socket.path());
     for (what, line, kind, words) in &cases {
@@ -229,7 +229,8 @@ fn tool_socket_oversized_and_abandoned_lines_cost_one_connection_each() {
     big_reader.read_line(&mut reply).unwrap();
     let reply: ToolReply = serde_json::from_str(&reply).unwrap();
     assert_eq!(reply.error, Some(ToolErrorKind::RequestTooLarge), "{reply:?}");
-    assert!(reply.text.contains("at most 1048576 bytes"), "{reply:?}");
+    let most = format!("at most {} bytes", harness_tools::MAX_REQUEST_BYTES);
+    assert!(reply.text.contains(&most), "{reply:?}");
     let mut rest = Vec::new();
     assert_eq!(big_reader.read_to_end(&mut rest).unwrap(), 0, "closed after the reply: {rest:?}");
     // Clients that hang up mid-line, mid-UTF-8 sequence, and after a whole bad line unread.

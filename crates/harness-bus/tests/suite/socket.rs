@@ -34,6 +34,10 @@ fn tools(names: &[&str]) -> ToolsFile {
 }
 
 fn start() -> Fixture {
+    start_with(&["list_tasks", "get_task", "end_run", "push_working", "launch"])
+}
+
+fn start_with(names: &[&str]) -> Fixture {
     let broker = ScriptedBroker::start().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let client = UnixBroker::new(BrokerConfig {
@@ -42,7 +46,7 @@ fn start() -> Fixture {
     });
     let config = ToolSocketConfig {
         path: dir.path().join("tools.sock"),
-        tools: tools(&["list_tasks", "get_task", "end_run", "push_working", "launch"]),
+        tools: tools(names),
         capability: Capability::new(CAP).unwrap(),
         backends: Backends::broker_only(Arc::new(client)),
     };
@@ -238,4 +242,98 @@ fn stopping_removes_the_socket() {
     let path = fixture.socket.path().to_owned();
     fixture.socket.stop();
     assert!(!path.exists());
+}
+
+/// write_record at its longest, every UTF-16 code unit of every string escaped (`\u0001`): the
+/// largest call the catalogue bounds fits under the request cap and reaches the broker whole.
+#[test]
+fn the_largest_legal_call_reaches_the_broker() {
+    let fixture = start_with(&["write_record"]);
+    fixture.broker.answer("record.write", BrokerAnswer::result(json!({"commit": "c1"})));
+    let control = |n: usize| "\u{1}".repeat(n);
+    let path = format!("docs/requirements/{}", control(300 - "docs/requirements/".len()));
+    let request = json!({"tool": "write_record", "args": {
+        "project": control(200), "path": path, "record": control(100_000), "decision": control(200),
+    }});
+    let line = request.to_string();
+    assert!(line.len() > MAX_REQUEST_BYTES - 4096, "the call is {} bytes", line.len());
+    let (mut stream, mut reader) = connect(fixture.socket.path());
+    let reply = call_on(&mut stream, &mut reader, &line);
+    assert!(reply.ok, "{reply:?}");
+    let sent = fixture.broker.calls_of("record.write");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].args["record"].as_str().map(str::len), Some(100_000));
+}
+
+/// A line that starts and never ends is answered `bad-request` and closed within seconds, not
+/// after the minutes an idle connection may wait.
+#[test]
+fn a_request_line_that_does_not_end_within_10_s_is_answered_and_closed() {
+    let fixture = start();
+    let (mut stream, mut reader) = connect(fixture.socket.path());
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream.write_all(br#"{"tool": "list_tasks", "args": {"#).unwrap();
+    let started = std::time::Instant::now();
+    let mut reply = String::new();
+    reader.read_line(&mut reply).unwrap();
+    let reply: ToolReply = serde_json::from_str(&reply).unwrap();
+    assert_eq!(reply.error, Some(ToolErrorKind::BadRequest), "{reply:?}");
+    assert!(reply.text.contains("did not end within 10 s"), "{reply:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    let mut rest = Vec::new();
+    assert_eq!(reader.read_to_end(&mut rest).unwrap_or(0), 0, "the connection is closed");
+}
+
+/// Four clients hold every slot for a line over 16 KiB and stop sending: a fifth large call
+/// takes the slot of the one that started first, and is answered.
+#[test]
+fn slow_large_lines_give_their_slot_to_a_newer_one() {
+    let fixture = start();
+    fixture.broker.answer("task.get", BrokerAnswer::result(json!({"ref": "T-1"})));
+    let slow: Vec<_> = (0..4)
+        .map(|_| {
+            let (mut stream, reader) = connect(fixture.socket.path());
+            stream.write_all(br#"{"tool": "get_task", "args": {"task_ref": ""#).unwrap();
+            stream.write_all(&[b' '; 40 * 1024]).unwrap();
+            // One after the other, so the first is the oldest.
+            std::thread::sleep(Duration::from_millis(50));
+            (stream, reader)
+        })
+        .collect();
+    // 40 KiB of white space before the object: a large line, and a legal call.
+    let line = format!(
+        r#"{}{{"tool": "get_task", "args": {{"task_ref": "T-1"}}}}"#,
+        " ".repeat(40 * 1024)
+    );
+    let (mut stream, mut reader) = connect(fixture.socket.path());
+    let reply = call_on(&mut stream, &mut reader, &line);
+    assert!(reply.ok, "{reply:?}");
+    let answered: Vec<Option<ToolReply>> = slow
+        .into_iter()
+        .map(|(_, mut reader)| {
+            reader.get_ref().set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+            let mut reply = String::new();
+            match reader.read_line(&mut reply) {
+                Ok(read) if read > 0 => Some(serde_json::from_str(&reply).unwrap()),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(answered[0].as_ref().and_then(|reply| reply.error), Some(ToolErrorKind::Busy));
+    assert!(answered[1..].iter().all(Option::is_none), "{answered:?}");
+}
+
+/// A call's thread has a small stack: a broker result nested as deep as the parser allows is
+/// parsed, shaped, written and dropped on it all the same (in the debug build, whose frames are
+/// the largest).
+#[test]
+fn a_result_nested_as_deep_as_the_parser_allows_is_answered() {
+    let fixture = start();
+    let mut deep = json!(1);
+    for _ in 0..126 {
+        deep = json!([deep]);
+    }
+    fixture.broker.answer("tasks", BrokerAnswer::result(deep.clone()));
+    let reply = call(fixture.socket.path(), json!({"tool": "list_tasks"}));
+    assert_eq!(reply, ToolReply::success(deep.to_string()));
 }

@@ -206,3 +206,50 @@ fn tools_json_round_trips_and_refuses_strangers() {
     let error = ToolsFile::load(&stranger).unwrap_err().to_string();
     assert!(error.contains("rm_rf") && error.contains("not a typed tool"), "{error}");
 }
+
+/// The most bytes `kind` takes as compact JSON, every string at its longest and every UTF-16
+/// code unit of it written as the longest escape there is (`\uXXXX`, six bytes), or `None` for a
+/// kind the catalogue leaves unbounded (an object, a revision).
+fn most_bytes(kind: &harness_tools::Kind) -> Option<usize> {
+    use harness_tools::Kind;
+    Some(match kind {
+        Kind::Str { max, .. } => 2 + 6 * max,
+        Kind::Int { min, max } => min.to_string().len().max(max.to_string().len()),
+        Kind::Bool => "false".len(),
+        Kind::Enum(values) => values.iter().map(|value| 2 + value.len()).max()?,
+        Kind::Revision | Kind::Object => return None,
+        Kind::List { item, max, .. } => 2 + max * (most_bytes(item)? + 1),
+        Kind::Record(params) => most_record_bytes(params)?,
+        Kind::Nullable(inner) => most_bytes(inner)?.max("null".len()),
+    })
+}
+
+fn most_record_bytes(params: &[harness_tools::Param]) -> Option<usize> {
+    let fields: Option<Vec<usize>> = params
+        .iter()
+        .map(|param| Some(2 + param.name.len() + 1 + most_bytes(&param.kind)? + 1))
+        .collect();
+    Some(2 + fields?.iter().sum::<usize>())
+}
+
+/// The request cap is what the largest call the catalogue bounds needs, rounded up to 4 KiB:
+/// `{"tool":"NAME","args":ARGS}` and the newline, ARGS at its longest. change_organization's
+/// objects are the broker's to bound; the cap is theirs too (docs/protocol.md, section 2).
+#[test]
+fn the_request_cap_is_the_largest_bounded_call_rounded_up_to_4_kib() {
+    let mut unbounded = Vec::new();
+    let mut largest = (0, "");
+    for tool in CATALOGUE {
+        match most_record_bytes(tool.params) {
+            Some(args) => {
+                let line = r#"{"tool":""#.len() + tool.name.len() + r#"","args":"#.len() + args + 2;
+                largest = largest.max((line, tool.name));
+            }
+            None => unbounded.push(tool.name),
+        }
+    }
+    assert_eq!(unbounded, ["change_organization"]);
+    assert_eq!(largest.1, "write_record");
+    assert!(largest.0 <= harness_tools::MAX_REQUEST_BYTES, "{largest:?}");
+    assert_eq!(harness_tools::MAX_REQUEST_BYTES, largest.0.div_ceil(4096) * 4096, "{largest:?}");
+}
