@@ -1,18 +1,42 @@
-//! The two system calls made between fork and exec, and the ABI query. The only unsafe code of
-//! the crate: `landlock_restrict_self` and `landlock_create_ruleset` have no safe wrapper that is
-//! allocation-free (the landlock crate's `restrict_self` consumes the ruleset and builds a status
-//! value), and `Command::pre_exec` is unsafe by nature.
-#![allow(unsafe_code, reason = "raw Landlock system calls and pre_exec, each with its SAFETY")]
+//! The system calls made between fork and exec, the namespace probe and the ABI query. The only
+//! unsafe code of the crate: `landlock_restrict_self`, `landlock_add_rule` and
+//! `landlock_create_ruleset` have no safe wrapper that is allocation-free (the landlock crate's
+//! `restrict_self` consumes the ruleset and builds a status value), `fork` has to be a raw
+//! `clone` in a child of a multithreaded parent (glibc's `fork` takes locks a vanished thread may
+//! hold), `mount`, `unshare` and `SIOCSIFFLAGS` have no allocation-free safe wrapper here, and
+//! `Command::pre_exec` is unsafe by nature.
+//!
+//! # The sandbox between fork and exec
+//!
+//! With namespaces on, the child [`std::process::Command`] forks (the *keeper*, still in the
+//! runner's namespaces) unshares user, mount, PID, network and IPC namespaces, maps the runner's
+//! uid and gid to themselves (`setgroups` denied), and forks again: that child is PID 1 of the
+//! new PID namespace. PID 1 makes every mount private, mounts a fresh `/proc` (and grants it to
+//! the Landlock ruleset, whose rule on the runner's `/proc` names another mount), brings `lo` up,
+//! hands the listeners of its egress over to the runner, and forks the turn process, which drops
+//! its capability bounding set, enters the Landlock domain and returns to `Command`, which
+//! execs. PID 1 reaps every orphan of the namespace and exits with the turn's status as soon as
+//! the turn process ends; the kernel then kills whatever is left in the namespace. The keeper
+//! waits for PID 1 and ends with the turn's status, so the runner sees the turn's own status.
+//!
+//! Each level dies with the one above it (`PR_SET_PDEATHSIG` SIGKILL, checked after it is set
+//! against the parent having died before): the runner SIGKILLed takes the keeper, the keeper
+//! takes PID 1, PID 1 takes the namespace. Everything here is a system call on memory prepared
+//! in the parent: no allocation, no lock.
+#![allow(unsafe_code, reason = "raw system calls between fork and exec, each with its SAFETY")]
 
+use std::ffi::CStr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::domain::Domain;
 
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask for the ABI instead of creating a ruleset.
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
 
 /// The Landlock ABI the running kernel offers; 0 when it has none (not built in, or disabled).
 pub fn kernel_abi() -> u32 {
@@ -41,27 +65,451 @@ fn enter(fd: RawFd) -> std::io::Result<()> {
     if done == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
+/// The namespaces a sandbox enters (the user namespace comes with any of them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Namespaces {
+    /// A PID namespace whose PID 1 ends the turn's whole tree, with a fresh `/proc` mounted in
+    /// a mount namespace of its own.
+    pub(crate) pid: bool,
+    /// A network namespace with loopback only.
+    pub(crate) net: bool,
+    /// An IPC namespace (System V IPC and POSIX message queues of its own).
+    pub(crate) ipc: bool,
+}
+
+impl Namespaces {
+    /// True if and only if a user namespace (and so a sandbox) is entered at all.
+    pub(crate) fn any(self) -> bool {
+        self.pid || self.net || self.ipc
+    }
+
+    fn flags(self) -> libc::c_int {
+        let mut flags = 0;
+        if self.any() {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        if self.pid {
+            flags |= libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        }
+        if self.net {
+            flags |= libc::CLONE_NEWNET;
+        }
+        if self.ipc {
+            flags |= libc::CLONE_NEWIPC;
+        }
+        flags
+    }
+}
+
+/// What this kernel lets an unprivileged process of this machine enter, probed once by doing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Support {
+    /// A user namespace with the runner's own uid and gid mapped.
+    pub user: bool,
+    /// A PID namespace with a fresh `/proc` in a mount namespace of its own.
+    pub pid: bool,
+    /// A network namespace with `lo` up.
+    pub net: bool,
+    /// An IPC namespace.
+    pub ipc: bool,
+}
+
+/// What the namespaces layer can have here: probed once per process by forking a child that
+/// enters each namespace the way a turn does (see the module docs) and exits.
+pub fn namespace_support() -> Support {
+    static SUPPORT: OnceLock<Support> = OnceLock::new();
+    *SUPPORT.get_or_init(|| {
+        let all = Namespaces { pid: true, net: true, ipc: true };
+        if probe(all) {
+            return Support { user: true, pid: true, net: true, ipc: true };
+        }
+        let user = probe(Namespaces { pid: false, net: false, ipc: true })
+            || probe(Namespaces { pid: true, net: false, ipc: false })
+            || probe(Namespaces { pid: false, net: true, ipc: false });
+        Support {
+            user,
+            pid: user && probe(Namespaces { pid: true, net: false, ipc: false }),
+            net: user && probe(Namespaces { pid: false, net: true, ipc: false }),
+            ipc: user && probe(Namespaces { pid: false, net: false, ipc: true }),
+        }
+    })
+}
+
+/// Enters `namespaces` in a forked child whose turn process exits at once; true if and only if
+/// every step succeeded.
+fn probe(namespaces: Namespaces) -> bool {
+    let entry = Entry::new(namespaces, None, 0, true);
+    // SAFETY: the child runs `sandbox`, which makes system calls on `entry` (prepared here,
+    // before the fork) and allocates nothing, then `_exit`s; it never returns into Rust code
+    // of the parent's.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        let code = match sandbox(&entry) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        };
+        // SAFETY: `_exit` ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    if child < 0 {
+        return false;
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child; `status` is a valid out pointer.
+        let done = unsafe { libc::waitpid(child, &raw mut status, 0) };
+        if done == child {
+            return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        }
+        if done < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+/// One line of a uid or gid map, written before the fork: `INSIDE OUTSIDE 1`.
+#[derive(Debug, Clone, Copy)]
+struct MapLine {
+    bytes: [u8; 40],
+    len: usize,
+}
+
+impl MapLine {
+    fn new(id: u32) -> Self {
+        let text = format!("{id} {id} 1\n");
+        let mut bytes = [0u8; 40];
+        let len = text.len().min(bytes.len());
+        bytes[..len].copy_from_slice(&text.as_bytes()[..len]);
+        Self { bytes, len }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Everything the child needs, prepared in the parent.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    namespaces: Namespaces,
+    flags: libc::c_int,
+    uid_map: MapLine,
+    gid_map: MapLine,
+    /// The process that forks the keeper: the keeper ends if it is no longer its parent.
+    parent: libc::pid_t,
+    /// The Landlock ruleset the fresh `/proc` is granted in, and the access it gets.
+    ruleset: Option<RawFd>,
+    proc_access: u64,
+    /// A probe: the turn process exits 0 instead of going on to exec.
+    probe: bool,
+}
+
+impl Entry {
+    fn new(namespaces: Namespaces, ruleset: Option<RawFd>, proc_access: u64, probe: bool) -> Self {
+        Self {
+            namespaces,
+            flags: namespaces.flags(),
+            uid_map: MapLine::new(rustix::process::getuid().as_raw()),
+            gid_map: MapLine::new(rustix::process::getgid().as_raw()),
+            parent: rustix::process::getpid().as_raw_nonzero().get(),
+            ruleset,
+            proc_access,
+            probe,
+        }
+    }
+}
+
+fn check(result: libc::c_int) -> std::io::Result<libc::c_int> {
+    if result < 0 { Err(std::io::Error::last_os_error()) } else { Ok(result) }
+}
+
+/// `fork` as a raw `clone(SIGCHLD)`: no atfork handler, no lock of the C library.
+fn raw_fork() -> std::io::Result<libc::pid_t> {
+    // SAFETY: clone with only SIGCHLD and a null stack is fork: the child gets a copy of this
+    // (single-threaded) process and returns 0 here. No glibc state is touched.
+    let pid = unsafe {
+        libc::syscall(libc::SYS_clone, libc::c_long::from(libc::SIGCHLD), 0usize, 0usize, 0usize)
+    };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(libc::pid_t::try_from(pid).unwrap_or(0))
+}
+
+/// Ends this process now, without unwinding or exit handlers.
+fn exit_now(code: libc::c_int) -> ! {
+    // SAFETY: `_exit` is async-signal-safe and never returns.
+    unsafe { libc::_exit(code) }
+}
+
+/// Asks for SIGKILL when the parent dies, then makes sure it has not died already (the request
+/// only covers a death after it): `alive` says whether it still lives.
+fn die_with_parent(alive: impl Fn() -> bool) {
+    // SAFETY: prctl with integer arguments only.
+    let set = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    if set != 0 || !alive() {
+        exit_now(1);
+    }
+}
+
+/// Writes `bytes` to the file at `path` (a /proc control file), in one write.
+fn write_file(path: &CStr, bytes: &[u8]) -> std::io::Result<()> {
+    // SAFETY: `path` is a NUL-terminated string; the flags are plain.
+    let fd = check(unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) })?;
+    // SAFETY: `bytes` is valid for its length; `fd` was just opened.
+    let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    let error = std::io::Error::last_os_error();
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(fd) };
+    if usize::try_from(written).ok() == Some(bytes.len()) { Ok(()) } else { Err(error) }
+}
+
+/// Closes every descriptor from 3 up but `keep` (descriptors the runner holds, CLOEXEC or
+/// not, have no business in a process that never execs).
+fn close_all_but(keep: RawFd) {
+    let keep = u32::try_from(keep).unwrap_or(u32::MAX);
+    // SAFETY: close_range takes plain integers; closing descriptors this process does not need
+    // cannot break memory safety (no Rust object of the child is used after this).
+    unsafe {
+        if keep > 3 {
+            libc::syscall(libc::SYS_close_range, 3u32, keep - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, keep.saturating_add(1).max(3), u32::MAX, 0u32);
+    }
+}
+
+/// Waits for `pid`, retrying on EINTR; its wait status.
+fn wait_for(pid: libc::pid_t) -> libc::c_int {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out pointer.
+        let done = unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        if done == pid {
+            return status;
+        }
+        if done < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 1 << 8;
+        }
+    }
+}
+
+/// Ends this process the way `status` says another one ended: the same exit code, or killed by
+/// the same signal.
+fn end_like(status: libc::c_int) -> ! {
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        // SAFETY: resets one signal to its default action and sends it to this process; both
+        // calls are async-signal-safe and read only the zeroed action built here.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(signal, &raw const action, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+        }
+        exit_now(128 + signal);
+    }
+    exit_now(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 1 })
+}
+
+/// Brings the loopback interface up (a new network namespace starts with it down).
+fn loopback_up() -> std::io::Result<()> {
+    // SAFETY: a plain socket call.
+    let sock =
+        check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: an all-zero ifreq is a valid value of this plain C struct.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo") {
+        *slot = libc::c_char::try_from(*byte).unwrap_or(0);
+    }
+    request.ifr_ifru.ifru_flags =
+        libc::c_short::try_from(libc::IFF_UP | libc::IFF_RUNNING).unwrap_or(0);
+    // SAFETY: SIOCSIFFLAGS reads the ifreq built above; `sock` is open.
+    let done = unsafe { libc::ioctl(sock, libc::SIOCSIFFLAGS, &raw const request) };
+    let error = std::io::Error::last_os_error();
+    // SAFETY: closes the socket opened above.
+    unsafe { libc::close(sock) };
+    if done < 0 { Err(error) } else { Ok(()) }
+}
+
+/// The `landlock_path_beneath_attr` of the kernel's UAPI.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Makes mounts private, mounts a fresh `/proc` and grants it to `ruleset`.
+fn fresh_proc(ruleset: Option<RawFd>, access: u64) -> std::io::Result<()> {
+    // SAFETY: mount with NUL-terminated strings and a null data pointer.
+    check(unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    })?;
+    // SAFETY: as above.
+    check(unsafe {
+        libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    })?;
+    let Some(ruleset) = ruleset else { return Ok(()) };
+    // SAFETY: opens a path with plain flags.
+    let fd = check(unsafe {
+        libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+    })?;
+    let attr = PathBeneathAttr { allowed_access: access, parent_fd: fd };
+    // SAFETY: the attribute lives on this stack for the call; `ruleset` is the open ruleset
+    // descriptor the parent holds for the command's lifetime.
+    let added = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            RULE_PATH_BENEATH,
+            &raw const attr,
+            0u32,
+        )
+    };
+    let error = std::io::Error::last_os_error();
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(fd) };
+    if added < 0 { Err(error) } else { Ok(()) }
+}
+
+/// Drops every capability from the bounding set, so a turn whose uid is 0 in its user namespace
+/// has no capability there once it execs (it cannot unmount its /proc, for one).
+fn drop_bounding_set() {
+    for capability in 0..64 {
+        // SAFETY: prctl with integer arguments; EINVAL past the last capability is ignored.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) };
+    }
+}
+
+/// The sandbox of the module docs, up to the turn process, which returns `Ok(())` (and goes on
+/// to exec). The keeper and PID 1 never return.
+fn sandbox(entry: &Entry) -> std::io::Result<()> {
+    if entry.flags == 0 {
+        return Ok(());
+    }
+    let parent = entry.parent;
+    // SAFETY: getppid has no arguments.
+    die_with_parent(|| unsafe { libc::getppid() } == parent);
+    // SAFETY: unshare with flags only.
+    check(unsafe { libc::unshare(entry.flags) })?;
+    match write_file(c"/proc/self/setgroups", b"deny") {
+        Err(error) if error.raw_os_error() != Some(libc::ENOENT) => return Err(error),
+        _ => {}
+    }
+    write_file(c"/proc/self/uid_map", entry.uid_map.as_bytes())?;
+    write_file(c"/proc/self/gid_map", entry.gid_map.as_bytes())?;
+    let mut link = [0 as RawFd; 2];
+    // SAFETY: `link` has room for the two descriptors.
+    check(unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            link.as_mut_ptr(),
+        )
+    })?;
+    let [keeper_end, init_end] = link;
+    let init = raw_fork()?;
+    if init > 0 {
+        // The keeper: waits for PID 1 and ends as the turn ended (PID 1 sends its status).
+        close_all_but(keeper_end);
+        let init_status = wait_for(init);
+        let mut status = [0u8; 4];
+        // SAFETY: reads at most 4 bytes into `status`.
+        let read = unsafe { libc::read(keeper_end, status.as_mut_ptr().cast(), status.len()) };
+        if read == 4 {
+            end_like(libc::c_int::from_ne_bytes(status));
+        }
+        end_like(init_status);
+    }
+    // PID 1 of the new PID namespace (or the turn's parent, without one).
+    // SAFETY: closes the keeper's end, which PID 1 does not use.
+    unsafe { libc::close(keeper_end) };
+    die_with_parent(|| {
+        let mut poll = libc::pollfd { fd: init_end, events: 0, revents: 0 };
+        // SAFETY: polls one valid descriptor without waiting.
+        let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+        ready == 0 || (ready > 0 && poll.revents & libc::POLLHUP == 0)
+    });
+    if entry.namespaces.pid {
+        fresh_proc(entry.ruleset, entry.proc_access)?;
+    }
+    if entry.namespaces.net {
+        loopback_up()?;
+    }
+    let turn = raw_fork()?;
+    if turn > 0 {
+        close_all_but(init_end);
+        // PID 1 reaps every orphan of the namespace; the turn's own end ends it, and with it
+        // everything the turn left.
+        loop {
+            let mut status = 0;
+            // SAFETY: `status` is a valid out pointer.
+            let done = unsafe { libc::waitpid(-1, &raw mut status, 0) };
+            if done == turn {
+                let bytes = status.to_ne_bytes();
+                // SAFETY: writes 4 bytes from `bytes`.
+                unsafe { libc::write(init_end, bytes.as_ptr().cast(), bytes.len()) };
+                end_like(status);
+            }
+            if done < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                exit_now(1);
+            }
+        }
+    }
+    // The turn process.
+    // SAFETY: closes PID 1's end, which the turn does not use.
+    unsafe { libc::close(init_end) };
+    drop_bounding_set();
+    if entry.probe {
+        exit_now(0);
+    }
+    Ok(())
+}
+
 impl Domain {
-    /// Makes `command` enter this domain in its child, after fork and before exec; a child that
-    /// cannot enter it does not run (its spawn fails). A domain that confines nothing leaves
-    /// `command` as it is.
+    /// Makes `command` enter this sandbox in its child, after fork and before exec: the
+    /// namespaces the domain holds, then the Landlock domain. A child that cannot enter it does
+    /// not run (its spawn fails). A domain that confines nothing leaves `command` as it is.
     pub fn attach(self: &Arc<Self>, command: &mut Command) {
-        let Some(fd) = self.fd.as_ref().map(AsRawFd::as_raw_fd) else { return };
+        let fd = self.fd.as_ref().map(AsRawFd::as_raw_fd);
+        let namespaces = self.namespaces;
+        if fd.is_none() && !namespaces.any() {
+            return;
+        }
+        let entry = Entry::new(namespaces, fd, self.proc_access, false);
         let domain = Arc::clone(self);
         // SAFETY: the closure runs in the forked child before exec, where only
-        // async-signal-safe work is allowed: it calls `enter`, which makes two system calls and
-        // allocates nothing (io::Error::last_os_error and rustix's Errno are plain values). The
-        // `Arc` it holds keeps the descriptor open in the parent until the command is dropped.
+        // async-signal-safe work is allowed: `sandbox` and `enter` make system calls on `entry`
+        // (a plain value prepared here) and allocate nothing (io::Error::last_os_error and
+        // rustix's Errno are plain values). The `Arc` it holds keeps the ruleset descriptor
+        // open in the parent until the command is dropped.
         unsafe {
             command.pre_exec(move || {
                 let _keep = &domain;
-                enter(fd)
+                sandbox(&entry)?;
+                match fd {
+                    Some(fd) => enter(fd),
+                    None => Ok(()),
+                }
             });
         }
     }
 
-    /// Enters this domain in the calling thread (and what it later starts), for a child built
-    /// without [`std::process::Command`] (a supervisor's own fork): async-signal-safe.
+    /// Enters this domain's Landlock layer in the calling thread (and what it later starts),
+    /// for a child built without [`std::process::Command`] (a supervisor's own fork):
+    /// async-signal-safe. It enters no namespace.
     pub fn enter_here(&self) -> std::io::Result<()> {
         match self.fd.as_ref() {
             Some(fd) => enter(fd.as_raw_fd()),
