@@ -34,6 +34,7 @@ fn session_paths(root: &Path) -> SessionPaths {
         sockets: vec![run.join("tools.sock")],
         search_path: std::env::var_os("PATH"),
         connect_ports: None,
+        network: harness_confine::Network::Loopback,
     }
 }
 

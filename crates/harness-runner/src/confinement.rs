@@ -38,6 +38,7 @@ fn session_paths(run: &Run, search_path: std::ffi::OsString) -> SessionPaths {
         sockets: vec![run.dir.join("tools.sock")],
         search_path: Some(search_path),
         connect_ports: run.file.connect_ports.clone(),
+        network: harness_confine::Network::Host,
     }
 }
 
@@ -119,6 +120,8 @@ impl GitPaths {
     pub(crate) fn new(run: &Run, search_path: std::ffi::OsString) -> Self {
         let mut paths = session_paths(run, search_path);
         paths.scratch.push(run.dir.join("tmp"));
+        // git needs no network: its own namespace with loopback only.
+        paths.network = harness_confine::Network::Loopback;
         Self { paths, mode: run.file.confine }
     }
 }

@@ -14,5 +14,6 @@ mod logs;
 mod no_read_without_tool;
 mod real_sessions;
 mod s0_lines;
+mod sandbox;
 mod sealed;
 mod turns;

@@ -1,0 +1,191 @@
+//! Issue 24: each turn is a sandbox the kernel owns. The adapter of a turn, as the attacker,
+//! leaves fork chains hopping under `setsid`, lists /proc, reads the runner's environment, and
+//! reads the home of a CLI installed in it; every test goes through the runner as a session
+//! would, and each has its control (`confine: "off"` gets through) where one is meaningful.
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use harness_testkit::{BrokerAnswer, kill_marked, marked_processes};
+use serde_json::{Value, json};
+
+use super::fixture::{Fixture, finish, message, stderr, terminate, wait_until};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn marker(what: &str) -> String {
+    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("harness-sandbox-{what}-{}-{serial}", std::process::id())
+}
+
+/// 40 fork-exit chains, each in a session of its own, hopping to a new process every 50 ms for
+/// 8 s; each process carries `$TEST_MARK` on its command line.
+const FORK_CHAINS: &str = r#"
+end=$(( $(date +%s) + 8 ))
+i=0
+while [ $i -lt 40 ]; do
+  setsid sh -c 'end=$1; hop() { [ "$(date +%s)" -lt "$end" ] || exit 0; sleep 0.05; ( hop ) & exit 0; }; hop' "$TEST_MARK" "$end" > /dev/null 2>&1 < /dev/null &
+  i=$((i + 1))
+done
+"#;
+
+/// Starts a runner whose first turn runs `probe` (sourced by the adapter), with `mark` and
+/// `edit` applied to run.json.
+fn start_probe(probe: &str, mark: &str, edit: impl FnOnce(&mut Value)) -> (Fixture, Child) {
+    let fx = Fixture::with_run_json(edit);
+    std::fs::write(fx.workspace.join("probe.sh"), probe).unwrap();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
+    let child = fx.spawn(&[("TEST_MODE", "probe"), ("TEST_MARK", mark)]);
+    (fx, child)
+}
+
+/// The zombies whose parent is `pid`.
+fn zombies_under(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some(rest) = stat.rfind(')').map(|at| &stat[at + 1..]) else { continue };
+        let mut fields = rest.split_whitespace();
+        let (state, parent) = (fields.next(), fields.next().and_then(|p| p.parse::<u32>().ok()));
+        if state == Some("Z") && parent == Some(pid) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+#[test]
+fn fork_chains_end_with_the_turn_and_leave_no_zombie() {
+    let mark = marker("chains");
+    let probe = format!("{FORK_CHAINS}\nsleep 0.5\necho started");
+    let (fx, child) = start_probe(&probe, &mark, |_| {});
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    std::thread::sleep(Duration::from_secs(2));
+    let alive = marked_processes(&mark);
+    let zombies = zombies_under(child.id());
+    let started = Instant::now();
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let answered = started.elapsed();
+    let left = kill_marked(&mark);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(alive.is_empty() && left.is_empty(), "alive 2 s after the RESULT: {alive:?}");
+    assert!(zombies.is_empty(), "zombies under the runner: {}", zombies.len());
+    assert!(answered < Duration::from_secs(2), "SIGTERM answered in {answered:?}");
+}
+
+#[test]
+fn fork_chains_of_a_turn_stopped_by_sigterm_end_within_2_s() {
+    let mark = marker("chains-term");
+    let probe = format!("{FORK_CHAINS}\necho started > \"$MOSAIC_SESSION_DIR/started\"\nsleep 300");
+    let (fx, child) = start_probe(&probe, &mark, |_| {});
+    wait_until(LIMIT, "the chains", || fx.run.join("session/started").is_file());
+    assert!(!marked_processes(&mark).is_empty(), "the chains run");
+    let started = Instant::now();
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let answered = started.elapsed();
+    let alive = marked_processes(&mark);
+    kill_marked(&mark);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(answered < Duration::from_secs(2), "SIGTERM answered in {answered:?}");
+    assert!(alive.is_empty(), "alive after the runner's exit: {alive:?}");
+}
+
+#[test]
+fn fork_chains_end_when_the_runner_is_sigkilled_mid_turn() {
+    let mark = marker("chains-kill");
+    let probe = format!("{FORK_CHAINS}\necho started > \"$MOSAIC_SESSION_DIR/started\"\nsleep 300");
+    let (fx, mut child) = start_probe(&probe, &mark, |_| {});
+    wait_until(LIMIT, "the chains", || fx.run.join("session/started").is_file());
+    assert!(!marked_processes(&mark).is_empty(), "the chains run");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let alive = marked_processes(&mark);
+    let adapter = marked_processes(&fx.workspace.join("probe.sh").display().to_string());
+    kill_marked(&mark);
+    assert!(alive.is_empty(), "alive 2 s after the runner was SIGKILLed: {alive:?}");
+    assert!(adapter.is_empty(), "the adapter outlived the runner: {adapter:?}");
+}
+
+/// The probe of /proc: how many processes it lists, and how many environments of them it read
+/// that hold `RUNNER_ONLY`, a variable only the runner has.
+const PROC_PROBE: &str = r#"
+echo "listed=$(ls /proc | grep -c '^[0-9]')"
+found=0
+for dir in /proc/[0-9]*; do
+  if tr '\0' '\n' < "$dir/environ" 2> /dev/null | grep -q '^RUNNER_ONLY='; then found=$((found + 1)); fi
+done
+echo "environ=$found"
+"#;
+
+fn proc_probe(edit: impl FnOnce(&mut Value)) -> (usize, usize, String) {
+    let fx = Fixture::with_run_json(edit);
+    std::fs::write(fx.workspace.join("probe.sh"), PROC_PROBE).unwrap();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
+    let child = fx.spawn(&[("TEST_MODE", "probe"), ("RUNNER_ONLY", "runner-secret")]);
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
+    let value = |name: &str| -> usize {
+        text.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}=")))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    (value("listed"), value("environ"), text)
+}
+
+#[test]
+fn proc_lists_only_the_turn_and_no_environment_of_the_runner_is_readable() {
+    let (listed, environ, text) = proc_probe(|_| {});
+    // PID 1 of the namespace, the adapter's shell, and the probe's `ls` and `grep`.
+    assert!(listed <= 5, "the turn lists {listed} processes: {text}");
+    assert_eq!(environ, 0, "the turn read the runner's environment: {text}");
+    // The control: without the sandbox the same probe lists the machine and, as root, reads the
+    // runner's environment.
+    let (listed, environ, text) = proc_probe(|run| run["confine"] = json!("off"));
+    assert!(listed > 5, "{text}");
+    if rustix::process::geteuid().is_root() {
+        assert!(environ >= 1, "the control reads the runner's environment as root: {text}");
+    }
+}
+
+#[test]
+fn a_cli_installed_under_a_home_does_not_open_the_home() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().canonicalize().unwrap();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    let package = home.join("node_modules/fake-cli/bin");
+    super::fixture::fake_cli(&package.join("cli"));
+    std::fs::create_dir_all(home.join("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink(package.join("cli"), home.join("node_modules/.bin/fake-cli"))
+        .unwrap();
+    let probe = format!(
+        "cat '{key}' > /dev/null 2>&1 && echo key=read || echo key=denied\n\
+         ls '{home}' > /dev/null 2>&1 && echo home=listed || echo home=denied\n\
+         '{cli}' --version > /dev/null 2>&1 && echo cli=ran || echo cli=denied\n",
+        key = home.join(".ssh/id_ed25519").display(),
+        home = home.display(),
+        cli = home.join("node_modules/.bin/fake-cli").display(),
+    );
+    let cli = home.join("node_modules/.bin/fake-cli");
+    let (fx, child) = start_probe(&probe, &marker("home"), |run| run["cli"] = json!(cli));
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("key=denied"), "{text}");
+    assert!(text.contains("home=denied"), "{text}");
+    assert!(text.contains("cli=ran"), "the CLI itself runs: {text}");
+    // The runner logs the grant: the node_modules, not the home.
+    let log = stderr(&output);
+    assert!(log.contains(&format!("read+exec {}/node_modules,", home.display())), "{log}");
+}
