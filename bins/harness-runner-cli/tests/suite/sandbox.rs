@@ -19,13 +19,12 @@ fn marker(what: &str) -> String {
     format!("harness-sandbox-{what}-{}-{serial}", std::process::id())
 }
 
-/// 40 fork-exit chains, each in a session of its own, hopping to a new process every 50 ms for
-/// 8 s; each process carries `$TEST_MARK` on its command line.
+/// 40 fork-exit chains, each in a session of its own, hopping to a new process as fast as bash
+/// forks for 8 s; each process carries `$TEST_MARK` on its command line.
 const FORK_CHAINS: &str = r#"
-end=$(( $(date +%s) + 8 ))
 i=0
 while [ $i -lt 40 ]; do
-  setsid sh -c 'end=$1; hop() { [ "$(date +%s)" -lt "$end" ] || exit 0; sleep 0.05; ( hop ) & exit 0; }; hop' "$TEST_MARK" "$end" > /dev/null 2>&1 < /dev/null &
+  setsid bash -c 'hop() { [ $SECONDS -lt 8 ] || exit 0; ( hop ) & exit 0; }; hop' "$TEST_MARK" > /dev/null 2>&1 < /dev/null &
   i=$((i + 1))
 done
 "#;
@@ -82,7 +81,7 @@ fn fork_chains_of_a_turn_stopped_by_sigterm_end_within_2_s() {
     let probe = format!("{FORK_CHAINS}\necho started > \"$MOSAIC_SESSION_DIR/started\"\nsleep 300");
     let (fx, child) = start_probe(&probe, &mark, |_| {});
     wait_until(LIMIT, "the chains", || fx.run.join("session/started").is_file());
-    assert!(!marked_processes(&mark).is_empty(), "the chains run");
+    wait_until(LIMIT, "a chain seen running", || !marked_processes(&mark).is_empty());
     let started = Instant::now();
     terminate(&child);
     let output = finish(child, LIMIT);
@@ -97,18 +96,19 @@ fn fork_chains_of_a_turn_stopped_by_sigterm_end_within_2_s() {
 #[test]
 fn fork_chains_end_when_the_runner_is_sigkilled_mid_turn() {
     let mark = marker("chains-kill");
-    let probe = format!("{FORK_CHAINS}\necho started > \"$MOSAIC_SESSION_DIR/started\"\nsleep 300");
+    // The adapter itself ends up carrying the mark too.
+    let probe = format!(
+        "{FORK_CHAINS}\necho started > \"$MOSAIC_SESSION_DIR/started\"\nexec sh -c 'sleep 300; :' \"$TEST_MARK\""
+    );
     let (fx, mut child) = start_probe(&probe, &mark, |_| {});
     wait_until(LIMIT, "the chains", || fx.run.join("session/started").is_file());
-    assert!(!marked_processes(&mark).is_empty(), "the chains run");
+    wait_until(LIMIT, "a chain seen running", || !marked_processes(&mark).is_empty());
     child.kill().unwrap();
     child.wait().unwrap();
     std::thread::sleep(Duration::from_secs(2));
     let alive = marked_processes(&mark);
-    let adapter = marked_processes(&fx.workspace.join("probe.sh").display().to_string());
     kill_marked(&mark);
     assert!(alive.is_empty(), "alive 2 s after the runner was SIGKILLed: {alive:?}");
-    assert!(adapter.is_empty(), "the adapter outlived the runner: {adapter:?}");
 }
 
 /// The probe of /proc: how many processes it lists, and how many environments of them it read
