@@ -20,11 +20,13 @@ fn marker(what: &str) -> String {
 }
 
 /// 40 fork-exit chains, each in a session of its own, hopping to a new process as fast as bash
-/// forks for 8 s; each process carries `$TEST_MARK` on its command line.
+/// forks for 8 s; each process carries `$TEST_MARK` on its command line, and each hop writes
+/// `WORKSPACE/heartbeat` (a process that lives a millisecond is easily missed in /proc; its
+/// heartbeat is not).
 const FORK_CHAINS: &str = r#"
 i=0
 while [ $i -lt 40 ]; do
-  setsid bash -c 'hop() { [ $SECONDS -lt 8 ] || exit 0; ( hop ) & exit 0; }; hop' "$TEST_MARK" > /dev/null 2>&1 < /dev/null &
+  setsid bash -c 'beat=$1; hop() { [ $SECONDS -lt 8 ] || exit 0; : > "$beat"; ( hop ) & exit 0; }; hop' "$TEST_MARK" "$MOSAIC_WORKSPACE/heartbeat" > /dev/null 2>&1 < /dev/null &
   i=$((i + 1))
 done
 "#;
@@ -37,6 +39,14 @@ fn start_probe(probe: &str, mark: &str, edit: impl FnOnce(&mut Value)) -> (Fixtu
     fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Go")));
     let child = fx.spawn(&[("TEST_MODE", "probe"), ("TEST_MARK", mark)]);
     (fx, child)
+}
+
+/// Returns true if and only if something still writes `heartbeat` (removed, then looked for
+/// 300 ms later).
+fn beating(heartbeat: &std::path::Path) -> bool {
+    let _ = std::fs::remove_file(heartbeat);
+    std::thread::sleep(Duration::from_millis(300));
+    heartbeat.exists()
 }
 
 /// The zombies whose parent is `pid`.
@@ -61,8 +71,8 @@ fn fork_chains_end_with_the_turn_and_leave_no_zombie() {
     let probe = format!("{FORK_CHAINS}\nsleep 0.5\necho started");
     let (fx, child) = start_probe(&probe, &mark, |_| {});
     wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
-    std::thread::sleep(Duration::from_secs(2));
-    let alive = marked_processes(&mark);
+    std::thread::sleep(Duration::from_millis(1700));
+    let alive = beating(&fx.workspace.join("heartbeat"));
     let zombies = zombies_under(child.id());
     let started = Instant::now();
     terminate(&child);
@@ -70,7 +80,7 @@ fn fork_chains_end_with_the_turn_and_leave_no_zombie() {
     let answered = started.elapsed();
     let left = kill_marked(&mark);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(alive.is_empty() && left.is_empty(), "alive 2 s after the RESULT: {alive:?}");
+    assert!(!alive, "a chain is alive 2 s after the RESULT (left: {left:?})");
     assert!(zombies.is_empty(), "zombies under the runner: {}", zombies.len());
     assert!(answered < Duration::from_secs(2), "SIGTERM answered in {answered:?}");
 }
@@ -81,16 +91,17 @@ fn fork_chains_of_a_turn_stopped_by_sigterm_end_within_2_s() {
     let probe = format!("{FORK_CHAINS}\necho started > \"$MOSAIC_SESSION_DIR/started\"\nsleep 300");
     let (fx, child) = start_probe(&probe, &mark, |_| {});
     wait_until(LIMIT, "the chains", || fx.run.join("session/started").is_file());
-    wait_until(LIMIT, "a chain seen running", || !marked_processes(&mark).is_empty());
+    let heartbeat = fx.workspace.join("heartbeat");
+    wait_until(LIMIT, "the chains beating", || beating(&heartbeat));
     let started = Instant::now();
     terminate(&child);
     let output = finish(child, LIMIT);
     let answered = started.elapsed();
-    let alive = marked_processes(&mark);
-    kill_marked(&mark);
+    let alive = beating(&heartbeat);
+    let left = kill_marked(&mark);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(answered < Duration::from_secs(2), "SIGTERM answered in {answered:?}");
-    assert!(alive.is_empty(), "alive after the runner's exit: {alive:?}");
+    assert!(!alive, "a chain is alive after the runner's exit (left: {left:?})");
 }
 
 #[test]
@@ -102,13 +113,17 @@ fn fork_chains_end_when_the_runner_is_sigkilled_mid_turn() {
     );
     let (fx, mut child) = start_probe(&probe, &mark, |_| {});
     wait_until(LIMIT, "the chains", || fx.run.join("session/started").is_file());
-    wait_until(LIMIT, "a chain seen running", || !marked_processes(&mark).is_empty());
+    let heartbeat = fx.workspace.join("heartbeat");
+    wait_until(LIMIT, "the chains beating", || beating(&heartbeat));
     child.kill().unwrap();
     child.wait().unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    let alive = marked_processes(&mark);
+    std::thread::sleep(Duration::from_millis(1700));
+    let alive = beating(&heartbeat);
+    // The adapter (which exec'd into a marked `sleep`) too.
+    let adapter = marked_processes(&mark);
     kill_marked(&mark);
-    assert!(alive.is_empty(), "alive 2 s after the runner was SIGKILLed: {alive:?}");
+    assert!(!alive, "a chain is alive 2 s after the runner was SIGKILLed");
+    assert!(adapter.is_empty(), "alive 2 s after the runner was SIGKILLed: {adapter:?}");
 }
 
 /// The probe of /proc: how many processes it lists, and how many environments of them it read
