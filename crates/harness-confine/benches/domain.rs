@@ -35,6 +35,7 @@ fn session_paths(root: &Path) -> SessionPaths {
         search_path: std::env::var_os("PATH"),
         connect_ports: None,
         network: harness_confine::Network::Loopback,
+        listen: Vec::new(),
     }
 }
 

@@ -77,7 +77,60 @@ pub struct Domain {
     pub(crate) namespaces: Namespaces,
     /// The access the fresh `/proc` of a PID namespace gets in the ruleset.
     pub(crate) proc_access: u64,
+    /// The addresses PID 1 listens on inside the network namespace, for the runner.
+    pub(crate) listen: Vec<std::net::SocketAddr>,
     report: Report,
+}
+
+/// The runner's end of the socket a sandboxed child hands its listeners over on
+/// ([`Domain::attach`]).
+#[derive(Debug)]
+pub struct Handoff {
+    pub(crate) socket: OwnedFd,
+    pub(crate) count: usize,
+}
+
+impl Handoff {
+    /// Waits up to `timeout` for the listeners, in the order of the policy's `listen`. An
+    /// error when the child sent none in time (it failed before, or was killed).
+    pub fn receive(
+        self,
+        timeout: std::time::Duration,
+    ) -> std::io::Result<Vec<std::net::TcpListener>> {
+        use std::mem::MaybeUninit;
+        let timeout = rustix::event::Timespec::try_from(timeout)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        let mut poll = [rustix::event::PollFd::new(&self.socket, rustix::event::PollFlags::IN)];
+        if rustix::event::poll(&mut poll, Some(&timeout))? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the sandbox handed over no listener",
+            ));
+        }
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+        let mut control = rustix::net::RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+        rustix::net::recvmsg(
+            &self.socket,
+            &mut iov,
+            &mut control,
+            rustix::net::RecvFlags::CMSG_CLOEXEC,
+        )?;
+        let mut listeners = Vec::new();
+        for message in control.drain() {
+            if let rustix::net::RecvAncillaryMessage::ScmRights(fds) = message {
+                listeners.extend(fds.map(std::net::TcpListener::from));
+            }
+        }
+        if listeners.len() != self.count {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("the sandbox handed over {} of {} listeners", listeners.len(), self.count),
+            ));
+        }
+        Ok(listeners)
+    }
 }
 
 impl Domain {
@@ -152,7 +205,13 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
     let raw_abi = crate::sys::kernel_abi();
     let mut report = Report { abi: raw_abi, mode: policy.mode.as_str(), ..Report::default() };
     if policy.mode == Mode::Off {
-        return Ok(Domain { fd: None, namespaces: Namespaces::default(), proc_access: 0, report });
+        return Ok(Domain {
+            fd: None,
+            namespaces: Namespaces::default(),
+            proc_access: 0,
+            listen: Vec::new(),
+            report,
+        });
     }
     let required = policy.mode == Mode::Required;
     let namespaces = namespaces_of(policy, required, &mut report)?;
@@ -169,7 +228,8 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
             ));
         }
         report.not_applied.push("Landlock (the kernel offers none)".to_owned());
-        return Ok(Domain { fd: None, namespaces, proc_access, report });
+        let listen = listen_of(policy, namespaces);
+        return Ok(Domain { fd: None, namespaces, proc_access, listen, report });
     }
     let abi = ABI::from(i32::try_from(raw_abi).unwrap_or(i32::MAX));
     let level = if required { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
@@ -264,7 +324,17 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
         }
         report.not_applied.push("everything (no ruleset descriptor)".to_owned());
     }
-    Ok(Domain { fd, namespaces, proc_access, report })
+    let listen = listen_of(policy, namespaces);
+    Ok(Domain { fd, namespaces, proc_access, listen, report })
+}
+
+/// The listeners a child makes: only inside a network namespace of its own, at most
+/// [`crate::sys::MAX_LISTENERS`].
+fn listen_of(policy: &Policy, namespaces: Namespaces) -> Vec<std::net::SocketAddr> {
+    if !namespaces.net {
+        return Vec::new();
+    }
+    policy.listen.iter().copied().take(crate::sys::MAX_LISTENERS).collect()
 }
 
 /// The namespaces of `policy` this kernel can give: each one it cannot is an error under

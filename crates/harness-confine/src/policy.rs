@@ -100,6 +100,9 @@ pub struct Policy {
     pub connect_ports: Option<Vec<u16>>,
     /// The network of the sandbox.
     pub network: Network,
+    /// Loopback addresses the sandbox's PID 1 listens on inside its network namespace and hands
+    /// to the runner, which serves them (its egress); at most 8.
+    pub listen: Vec<std::net::SocketAddr>,
 }
 
 /// The system directories and files a CLI, Node, git and a shell read or run. Everything else of
@@ -165,6 +168,9 @@ pub struct SessionPaths {
     pub connect_ports: Option<Vec<u16>>,
     /// The network of the sandbox.
     pub network: Network,
+    /// Loopback addresses the runner serves inside the sandbox's network namespace (see
+    /// [`Policy::listen`]).
+    pub listen: Vec<std::net::SocketAddr>,
 }
 
 impl SessionPaths {
@@ -210,7 +216,13 @@ impl SessionPaths {
         for path in &self.sockets {
             push(path, Grant::Connect, true);
         }
-        Policy { mode, rules, connect_ports: self.connect_ports.clone(), network: self.network }
+        Policy {
+            mode,
+            rules,
+            connect_ports: self.connect_ports.clone(),
+            network: self.network,
+            listen: self.listen.clone(),
+        }
     }
 }
 

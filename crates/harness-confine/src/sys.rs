@@ -26,12 +26,12 @@
 #![allow(unsafe_code, reason = "raw system calls between fork and exec, each with its SAFETY")]
 
 use std::ffi::CStr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-use crate::domain::Domain;
+use crate::domain::{Domain, Handoff};
 
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask for the ABI instead of creating a ruleset.
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
@@ -188,8 +188,52 @@ impl MapLine {
     }
 }
 
+/// The most listeners PID 1 makes for the runner.
+pub(crate) const MAX_LISTENERS: usize = 8;
+
+/// One address PID 1 listens on, as the kernel takes it.
+#[derive(Clone, Copy)]
+struct ListenAddr {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+    family: libc::c_int,
+}
+
+impl ListenAddr {
+    fn new(address: std::net::SocketAddr) -> Self {
+        // SAFETY: an all-zero sockaddr_storage is a valid value of this plain C struct.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let (len, family) = match address {
+            std::net::SocketAddr::V4(v4) => {
+                let raw = libc::sockaddr_in {
+                    sin_family: libc::sa_family_t::try_from(libc::AF_INET).unwrap_or(0),
+                    sin_port: v4.port().to_be(),
+                    sin_addr: libc::in_addr { s_addr: u32::from(*v4.ip()).to_be() },
+                    sin_zero: [0; 8],
+                };
+                // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+                unsafe { std::ptr::write((&raw mut storage).cast::<libc::sockaddr_in>(), raw) };
+                (std::mem::size_of::<libc::sockaddr_in>(), libc::AF_INET)
+            }
+            std::net::SocketAddr::V6(v6) => {
+                let raw = libc::sockaddr_in6 {
+                    sin6_family: libc::sa_family_t::try_from(libc::AF_INET6).unwrap_or(0),
+                    sin6_port: v6.port().to_be(),
+                    sin6_flowinfo: 0,
+                    sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                    sin6_scope_id: 0,
+                };
+                // SAFETY: sockaddr_storage is larger than sockaddr_in6 and suitably aligned.
+                unsafe { std::ptr::write((&raw mut storage).cast::<libc::sockaddr_in6>(), raw) };
+                (std::mem::size_of::<libc::sockaddr_in6>(), libc::AF_INET6)
+            }
+        };
+        Self { storage, len: libc::socklen_t::try_from(len).unwrap_or(0), family }
+    }
+}
+
 /// Everything the child needs, prepared in the parent.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 struct Entry {
     namespaces: Namespaces,
     flags: libc::c_int,
@@ -202,11 +246,17 @@ struct Entry {
     proc_access: u64,
     /// A probe: the turn process exits 0 instead of going on to exec.
     probe: bool,
+    /// The addresses PID 1 listens on inside the network namespace, and the socket it hands
+    /// the listeners to the runner over (-1: none).
+    listen: [Option<ListenAddr>; MAX_LISTENERS],
+    handoff: RawFd,
 }
 
 impl Entry {
     fn new(namespaces: Namespaces, ruleset: Option<RawFd>, proc_access: u64, probe: bool) -> Self {
         Self {
+            listen: [None; MAX_LISTENERS],
+            handoff: -1,
             namespaces,
             flags: namespaces.flags(),
             uid_map: MapLine::new(rustix::process::getuid().as_raw()),
@@ -331,6 +381,103 @@ fn loopback_up() -> std::io::Result<()> {
     if done < 0 { Err(error) } else { Ok(()) }
 }
 
+/// Makes a listening TCP socket on each address of `entry` inside the network namespace and
+/// sends them all to the runner in one message (SCM_RIGHTS); PID 1 keeps none of them.
+fn hand_listeners_over(entry: &Entry) -> std::io::Result<()> {
+    let mut fds = [-1 as RawFd; MAX_LISTENERS];
+    let mut count = 0;
+    let mut failure = None;
+    for address in entry.listen.iter().flatten() {
+        match listen_on(address) {
+            Ok(fd) => {
+                fds[count] = fd;
+                count += 1;
+            }
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        }
+    }
+    let sent = match failure {
+        Some(error) => Err(error),
+        None => send_fds(entry.handoff, &fds[..count]),
+    };
+    for &fd in &fds[..count] {
+        // SAFETY: closes a descriptor made above.
+        unsafe { libc::close(fd) };
+    }
+    sent
+}
+
+/// A TCP listener on `address`.
+fn listen_on(address: &ListenAddr) -> std::io::Result<RawFd> {
+    // SAFETY: a plain socket call.
+    let fd =
+        check(unsafe { libc::socket(address.family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    let one: libc::c_int = 1;
+    let size = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).unwrap_or(4);
+    // SAFETY: setsockopt reads one int; bind reads `len` bytes of the storage; listen takes
+    // integers. On failure the descriptor is closed before returning.
+    let done = unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, (&raw const one).cast(), size);
+        if address.family == libc::AF_INET6 {
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_IPV6,
+                libc::IPV6_V6ONLY,
+                (&raw const one).cast(),
+                size,
+            );
+        }
+        if libc::bind(fd, (&raw const address.storage).cast(), address.len) == 0 {
+            libc::listen(fd, 128)
+        } else {
+            -1
+        }
+    };
+    if done < 0 {
+        let error = std::io::Error::last_os_error();
+        // SAFETY: closes the descriptor made above.
+        unsafe { libc::close(fd) };
+        return Err(error);
+    }
+    Ok(fd)
+}
+
+/// Sends `fds` over the Unix socket `socket` with one byte of data.
+fn send_fds(socket: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
+    // Room for MAX_LISTENERS descriptors, aligned for cmsghdr.
+    let mut control = [0u64; 16];
+    let mut byte = [b'L'];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    let bytes = std::mem::size_of_val(fds);
+    // SAFETY: an all-zero msghdr is a valid value; every pointer set below points into this
+    // stack frame, which outlives the sendmsg call; CMSG_SPACE of at most 8 descriptors (48
+    // bytes) fits the 128-byte control buffer, and the copy writes `bytes` bytes into the data
+    // of the one header.
+    unsafe {
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &raw mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = control.as_mut_ptr().cast();
+        let len = u32::try_from(bytes).unwrap_or(0);
+        message.msg_controllen = libc::CMSG_SPACE(len) as _;
+        let header = libc::CMSG_FIRSTHDR(&raw const message);
+        if header.is_null() {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        (*header).cmsg_level = libc::SOL_SOCKET;
+        (*header).cmsg_type = libc::SCM_RIGHTS;
+        (*header).cmsg_len = libc::CMSG_LEN(len) as _;
+        std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(header), bytes);
+        if libc::sendmsg(socket, &raw const message, libc::MSG_NOSIGNAL) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// The `landlock_path_beneath_attr` of the kernel's UAPI.
 #[repr(C, packed)]
 struct PathBeneathAttr {
@@ -447,6 +594,9 @@ fn sandbox(entry: &Entry) -> std::io::Result<()> {
     }
     if entry.namespaces.net {
         loopback_up()?;
+        if entry.handoff >= 0 {
+            hand_listeners_over(entry)?;
+        }
     }
     let turn = raw_fork()?;
     if turn > 0 {
@@ -482,22 +632,49 @@ impl Domain {
     /// Makes `command` enter this sandbox in its child, after fork and before exec: the
     /// namespaces the domain holds, then the Landlock domain. A child that cannot enter it does
     /// not run (its spawn fails). A domain that confines nothing leaves `command` as it is.
-    pub fn attach(self: &Arc<Self>, command: &mut Command) {
+    ///
+    /// With listeners to make inside the network namespace (see [`crate::SessionPaths`]'s
+    /// `listen`), returns the [`Handoff`] their descriptors arrive on once the child is
+    /// spawned; `None` otherwise, or when the socket pair cannot be made (then the child makes
+    /// no listener and its loopback reaches nothing).
+    pub fn attach(self: &Arc<Self>, command: &mut Command) -> Option<Handoff> {
         let fd = self.fd.as_ref().map(AsRawFd::as_raw_fd);
         let namespaces = self.namespaces;
         if fd.is_none() && !namespaces.any() {
-            return;
+            return None;
         }
-        let entry = Entry::new(namespaces, fd, self.proc_access, false);
+        let mut entry = Entry::new(namespaces, fd, self.proc_access, false);
+        let mut handoff = None;
+        let mut child_end: Option<OwnedFd> = None;
+        let pair = if namespaces.net && !self.listen.is_empty() {
+            rustix::net::socketpair(
+                rustix::net::AddressFamily::UNIX,
+                rustix::net::SocketType::SEQPACKET,
+                rustix::net::SocketFlags::CLOEXEC,
+                None,
+            )
+            .ok()
+        } else {
+            None
+        };
+        if let Some((ours, theirs)) = pair {
+            for (slot, address) in entry.listen.iter_mut().zip(&self.listen) {
+                *slot = Some(ListenAddr::new(*address));
+            }
+            entry.handoff = theirs.as_raw_fd();
+            child_end = Some(theirs);
+            handoff = Some(Handoff { socket: ours, count: self.listen.len() });
+        }
         let domain = Arc::clone(self);
         // SAFETY: the closure runs in the forked child before exec, where only
         // async-signal-safe work is allowed: `sandbox` and `enter` make system calls on `entry`
         // (a plain value prepared here) and allocate nothing (io::Error::last_os_error and
         // rustix's Errno are plain values). The `Arc` it holds keeps the ruleset descriptor
-        // open in the parent until the command is dropped.
+        // open in the parent until the command is dropped, and so does `child_end` for the
+        // handoff socket.
         unsafe {
             command.pre_exec(move || {
-                let _keep = &domain;
+                let _keep = (&domain, &child_end);
                 sandbox(&entry)?;
                 match fd {
                     Some(fd) => enter(fd),
@@ -505,6 +682,7 @@ impl Domain {
                 }
             });
         }
+        handoff
     }
 
     /// Enters this domain's Landlock layer in the calling thread (and what it later starts),

@@ -10,6 +10,7 @@
 mod config;
 mod confinement;
 mod creds;
+mod egress;
 mod env;
 mod error;
 mod files;

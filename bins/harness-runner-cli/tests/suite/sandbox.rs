@@ -204,3 +204,176 @@ fn a_cli_installed_under_a_home_does_not_open_the_home() {
     let log = stderr(&output);
     assert!(log.contains(&format!("read+exec {}/node_modules,", home.display())), "{log}");
 }
+
+/// Listeners outside the sandbox, on the machine's loopback: TCP and UDP over IPv4 and IPv6.
+struct Targets {
+    tcp4: std::net::TcpListener,
+    tcp6: std::net::TcpListener,
+    udp4: std::net::UdpSocket,
+    udp6: std::net::UdpSocket,
+}
+
+impl Targets {
+    fn new() -> Targets {
+        let tcp4 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp6 = std::net::TcpListener::bind("[::1]:0").unwrap();
+        let udp4 = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let udp6 = std::net::UdpSocket::bind("[::1]:0").unwrap();
+        for listener in [&tcp4, &tcp6] {
+            listener.set_nonblocking(true).unwrap();
+        }
+        for socket in [&udp4, &udp6] {
+            socket.set_nonblocking(true).unwrap();
+        }
+        Targets { tcp4, tcp6, udp4, udp6 }
+    }
+
+    /// The attack, in Python from a bash call: connect, TCP Fast Open (`sendto` with
+    /// MSG_FASTOPEN, which never passes a connect hook) and UDP, to each target.
+    fn probe(&self) -> String {
+        let port = |address: std::net::SocketAddr| address.port();
+        format!(
+            r#"/usr/bin/python3 - <<'PY'
+import socket
+def tcp(family, address):
+    s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(3); s.connect(address); s.sendall(b"leak-tcp"); s.close()
+def tfo(family, address):
+    s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(3); s.sendto(b"leak-tfo", socket.MSG_FASTOPEN, address); s.close()
+def udp(family, address):
+    s = socket.socket(family, socket.SOCK_DGRAM); s.sendto(b"leak-udp", address); s.close()
+for name, attack, family, address in [
+    ("tcp4", tcp, socket.AF_INET, ("127.0.0.1", {tcp4})),
+    ("tcp6", tcp, socket.AF_INET6, ("::1", {tcp6})),
+    ("tfo4", tfo, socket.AF_INET, ("127.0.0.1", {tcp4})),
+    ("tfo6", tfo, socket.AF_INET6, ("::1", {tcp6})),
+    ("udp4", udp, socket.AF_INET, ("127.0.0.1", {udp4})),
+    ("udp6", udp, socket.AF_INET6, ("::1", {udp6})),
+]:
+    try:
+        attack(family, address); print(name + "=sent")
+    except Exception as error:
+        print(name + "=failed " + type(error).__name__)
+PY
+"#,
+            tcp4 = port(self.tcp4.local_addr().unwrap()),
+            tcp6 = port(self.tcp6.local_addr().unwrap()),
+            udp4 = port(self.udp4.local_addr().unwrap()),
+            udp6 = port(self.udp6.local_addr().unwrap()),
+        )
+    }
+
+    /// What arrived: one name per connection or datagram.
+    fn arrived(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for (name, listener) in [("tcp4", &self.tcp4), ("tcp6", &self.tcp6)] {
+            while let Ok((mut stream, _)) = listener.accept() {
+                let mut bytes = Vec::new();
+                stream.set_nonblocking(false).unwrap();
+                stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                let _ = std::io::Read::read_to_end(&mut stream, &mut bytes);
+                found.push(format!("{name}: {}", String::from_utf8_lossy(&bytes)));
+            }
+        }
+        for (name, socket) in [("udp4", &self.udp4), ("udp6", &self.udp6)] {
+            let mut buffer = [0u8; 64];
+            while let Ok(read) = socket.recv(&mut buffer) {
+                found.push(format!("{name}: {}", String::from_utf8_lossy(&buffer[..read])));
+            }
+        }
+        found
+    }
+}
+
+/// Runs the network probe in a turn with `edit` applied to run.json: the probe's lines, what
+/// arrived, and the runner's log.
+fn network_probe(edit: impl FnOnce(&mut Value)) -> (String, Vec<String>, String) {
+    let targets = Targets::new();
+    let (fx, child) = start_probe(&targets.probe(), &marker("net"), edit);
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
+    std::thread::sleep(Duration::from_millis(200));
+    (text, targets.arrived(), stderr(&output))
+}
+
+#[test]
+fn tcp_fast_open_and_udp_to_the_machine_arrive_nowhere() {
+    let (text, arrived, log) = network_probe(|_| {});
+    assert!(arrived.is_empty(), "arrived from the default sandbox: {arrived:?}\n{text}");
+    assert!(text.contains("tcp4=failed") && text.contains("udp4="), "{text}");
+    assert!(log.contains("net (loopback only)"), "{log}");
+    // An egress list that does not name them changes nothing.
+    let (text, arrived, _) = network_probe(|run| run["egress"] = json!(["example.invalid:443"]));
+    assert!(arrived.is_empty(), "arrived with an egress list: {arrived:?}\n{text}");
+    // The control: with "egress": "open" the same probe reaches every one of them.
+    let (text, arrived, _) = network_probe(|run| run["egress"] = json!("open"));
+    for name in ["tcp4", "tcp6", "udp4", "udp6"] {
+        assert!(arrived.iter().any(|line| line.starts_with(name)), "{name}: {arrived:?}\n{text}");
+    }
+}
+
+/// Asks the turn's proxy for `target` (CONNECT) and prints its status line and body.
+fn proxy_probe(target: &str) -> String {
+    format!(
+        r#"/usr/bin/python3 - <<'PY'
+import os, socket, urllib.parse
+proxy = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])
+s = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
+s.sendall(b"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")
+reply = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    reply += chunk
+print(reply.decode(errors="replace"))
+PY
+"#
+    )
+}
+
+#[test]
+fn the_proxy_refuses_a_host_off_the_allowlist_with_a_readable_error() {
+    let (fx, child) = start_probe(&proxy_probe("example.com:443"), &marker("proxy"), |_| {});
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let text = fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
+    assert!(text.starts_with("HTTP/1.1 403 Forbidden"), "{text}\n{}", stderr(&output));
+    assert!(
+        text.contains("example.com:443 is not on this session's egress allowlist"),
+        "the model reads why: {text}"
+    );
+    assert!(stderr(&output).contains("egress refused: example.com:443"), "{}", stderr(&output));
+}
+
+#[test]
+fn an_egress_entry_is_reached_in_place_and_through_the_proxy() {
+    let target = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = target.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut served = 0;
+        for stream in target.incoming().take(2) {
+            let mut stream = stream.unwrap();
+            std::io::Write::write_all(&mut stream, b"hello from outside\n").unwrap();
+            served += 1;
+        }
+        served
+    });
+    let probe = format!(
+        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && head -n 1 <&3' | sed 's/^/direct: /'\n{}",
+        proxy_probe(&format!("127.0.0.1:{port}"))
+    );
+    let (fx, child) = start_probe(&probe, &marker("entry"), |run| {
+        run["egress"] = json!([format!("127.0.0.1:{port}")]);
+    });
+    wait_until(LIMIT, "the RESULT", || !fx.broker.calls_of("message.send").is_empty());
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let text = fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("direct: hello from outside"), "{text}\n{}", stderr(&output));
+    assert!(text.contains("HTTP/1.1 200 Connection established"), "{text}");
+    assert_eq!(server.join().unwrap(), 2);
+}

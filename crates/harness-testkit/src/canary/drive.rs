@@ -305,6 +305,7 @@ impl Launch {
             search_path,
             connect_ports: None,
             network: harness_confine::Network::Host,
+            listen: Vec::new(),
         };
         let domain = harness_confine::prepare(&paths.policy(Mode::Required))
             .map_err(|error| io::Error::other(format!("the canary cannot confine: {error}")))?;
