@@ -344,6 +344,9 @@ fn namespaces_of(
     required: bool,
     report: &mut Report,
 ) -> Result<Namespaces, ConfineError> {
+    if !policy.namespaces {
+        return Ok(Namespaces::default());
+    }
     let support = namespace_support();
     let mut missing = Vec::new();
     if !support.user {

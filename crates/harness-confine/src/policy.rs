@@ -103,6 +103,9 @@ pub struct Policy {
     /// Loopback addresses the sandbox's PID 1 listens on inside its network namespace and hands
     /// to the runner, which serves them (its egress); at most 8.
     pub listen: Vec<std::net::SocketAddr>,
+    /// True (what [`SessionPaths::policy`] sets) to enter the namespaces; false for the Landlock
+    /// domain alone (a measurement's floor).
+    pub namespaces: bool,
 }
 
 /// The system directories and files a CLI, Node, git and a shell read or run. Everything else of
@@ -222,6 +225,7 @@ impl SessionPaths {
             connect_ports: self.connect_ports.clone(),
             network: self.network,
             listen: self.listen.clone(),
+            namespaces: true,
         }
     }
 }
