@@ -50,6 +50,8 @@ fn session_paths(root: &Path) -> SessionPaths {
 enum Layers {
     Off,
     LandlockOnly,
+    /// Every namespace but the network's (`"egress": "open"`).
+    NoNet,
     Whole,
 }
 
@@ -60,7 +62,11 @@ fn turn(paths: &SessionPaths, layers: Layers) -> Duration {
     let start = Instant::now();
     let mode = if layers == Layers::Off { Mode::Off } else { Mode::Required };
     let mut policy = paths.policy(mode);
-    policy.namespaces = layers == Layers::Whole;
+    policy.namespaces = matches!(layers, Layers::Whole | Layers::NoNet);
+    if layers == Layers::NoNet {
+        policy.network = harness_confine::Network::Host;
+        policy.listen.clear();
+    }
     let domain = match prepare(&policy) {
         Ok(domain) => Arc::new(domain),
         Err(error) => panic!("the domain cannot be built: {error}"),
@@ -92,15 +98,18 @@ fn main() {
     };
     let paths = session_paths(dir.path());
     let abi = harness_confine::kernel_abi();
-    let (mut off, mut landlock, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut off, mut landlock, mut no_net, mut whole) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..20 {
         turn(&paths, Layers::Off);
         turn(&paths, Layers::LandlockOnly);
+        turn(&paths, Layers::NoNet);
         turn(&paths, Layers::Whole);
     }
     for _ in 0..ROUNDS {
         off.push(turn(&paths, Layers::Off));
         landlock.push(turn(&paths, Layers::LandlockOnly));
+        no_net.push(turn(&paths, Layers::NoNet));
         whole.push(turn(&paths, Layers::Whole));
     }
     let build: Vec<Duration> = (0..ROUNDS)
@@ -113,7 +122,8 @@ fn main() {
         })
         .collect();
     let build = median(build);
-    let (off, landlock, whole) = (median(off), median(landlock), median(whole));
+    let (off, landlock, no_net, whole) =
+        (median(off), median(landlock), median(no_net), median(whole));
     let cost = whole.saturating_sub(off);
     let namespaces = whole.saturating_sub(landlock);
     let us = |duration: Duration| duration.as_secs_f64() * 1e6;
@@ -121,6 +131,7 @@ fn main() {
     println!("Landlock ABI {abi}; {ROUNDS} turns each, interleaved; /bin/true adapter");
     println!("confine \"off\":                 median {:>8.1} µs", us(off));
     println!("Landlock domain alone:          median {:>8.1} µs", us(landlock));
+    println!("namespaces but the network's:   median {:>8.1} µs", us(no_net));
     println!("whole sandbox (namespaces too): median {:>8.1} µs", us(whole));
     println!("namespace set-up (whole less Landlock alone): {:.1} µs per turn", us(namespaces));
     println!(

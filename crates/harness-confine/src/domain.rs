@@ -79,6 +79,9 @@ pub struct Domain {
     pub(crate) proc_access: u64,
     /// The addresses PID 1 listens on inside the network namespace, for the runner.
     pub(crate) listen: Vec<std::net::SocketAddr>,
+    /// True if and only if the child installs the seccomp filter that refuses TCP Fast Open
+    /// (confined, without a network namespace of its own).
+    pub(crate) refuse_fast_open: bool,
     report: Report,
 }
 
@@ -210,6 +213,7 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
             namespaces: Namespaces::default(),
             proc_access: 0,
             listen: Vec::new(),
+            refuse_fast_open: false,
             report,
         });
     }
@@ -229,7 +233,8 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
         }
         report.not_applied.push("Landlock (the kernel offers none)".to_owned());
         let listen = listen_of(policy, namespaces);
-        return Ok(Domain { fd: None, namespaces, proc_access, listen, report });
+        let refuse_fast_open = fast_open_filter(namespaces, &mut report);
+        return Ok(Domain { fd: None, namespaces, proc_access, listen, refuse_fast_open, report });
     }
     let abi = ABI::from(i32::try_from(raw_abi).unwrap_or(i32::MAX));
     let level = if required { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
@@ -325,7 +330,18 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
         report.not_applied.push("everything (no ruleset descriptor)".to_owned());
     }
     let listen = listen_of(policy, namespaces);
-    Ok(Domain { fd, namespaces, proc_access, listen, report })
+    let refuse_fast_open = fast_open_filter(namespaces, &mut report);
+    Ok(Domain { fd, namespaces, proc_access, listen, refuse_fast_open, report })
+}
+
+/// True if and only if the sandbox needs the TCP Fast Open filter: it has no network namespace,
+/// so the machine's network is reachable and Landlock's TCP rule sees `connect` only.
+fn fast_open_filter(namespaces: Namespaces, report: &mut Report) -> bool {
+    if namespaces.net {
+        return false;
+    }
+    report.scoped.push("tcp-fast-open refused (seccomp)".to_owned());
+    true
 }
 
 /// The listeners a child makes: only inside a network namespace of its own, at most

@@ -11,7 +11,7 @@
 //! With namespaces on, the child [`std::process::Command`] forks (the *keeper*, still in the
 //! runner's namespaces) unshares user, mount, PID, network and IPC namespaces, maps the runner's
 //! uid and gid to themselves (`setgroups` denied), and forks again: that child is PID 1 of the
-//! new PID namespace. PID 1 makes every mount private, mounts a fresh `/proc` (and grants it to
+//! new PID namespace. PID 1 mounts a fresh `/proc` (its mounts are slaves of the runner's: nothing propagates back) (and grants it to
 //! the Landlock ruleset, whose rule on the runner's `/proc` names another mount), brings `lo` up,
 //! hands the listeners of its egress over to the runner, and forks the turn process, which drops
 //! its capability bounding set, enters the Landlock domain and returns to `Command`, which
@@ -165,6 +165,67 @@ fn probe(namespaces: Namespaces) -> bool {
             return false;
         }
     }
+}
+
+/// `AUDIT_ARCH_*` of this target, for the seccomp filter.
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+/// The syscall numbers the filter looks at, as the filter compares them.
+const NR_SENDTO: u32 = libc::SYS_sendto as u32;
+const NR_SENDMSG: u32 = libc::SYS_sendmsg as u32;
+const NR_SENDMMSG: u32 = libc::SYS_sendmmsg as u32;
+/// `MSG_FASTOPEN`, as the filter tests it.
+const FASTOPEN: u32 = libc::MSG_FASTOPEN as u32;
+/// `SECCOMP_RET_ALLOW` and `SECCOMP_RET_ERRNO | EPERM`.
+const RET_ALLOW: u32 = 0x7FFF_0000;
+const RET_EPERM: u32 = 0x0005_0000 | libc::EPERM as u32;
+
+const fn op(code: u32, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code: code as u16, jt, jf, k }
+}
+
+/// A seccomp filter that refuses `sendto`, `sendmsg` and `sendmmsg` with `MSG_FASTOPEN` (EPERM):
+/// TCP Fast Open opens a connection without `connect`, so Landlock's TCP rule never sees it. It
+/// is installed where there is no network namespace to close the network instead. The flags
+/// are the fourth argument of `sendto` and `sendmmsg` and the third of `sendmsg` (their low 32
+/// bits, at offsets 40 and 32 of `seccomp_data` on a little-endian target).
+const TFO_FILTER: [libc::sock_filter; 13] = {
+    const LD_ABS: u32 = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    const JEQ: u32 = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
+    const JSET: u32 = libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K;
+    const RET: u32 = libc::BPF_RET | libc::BPF_K;
+    [
+        op(LD_ABS, 0, 0, 4),
+        op(JEQ, 0, 9, AUDIT_ARCH),
+        op(LD_ABS, 0, 0, 0),
+        op(JEQ, 3, 0, NR_SENDTO),
+        op(JEQ, 2, 0, NR_SENDMMSG),
+        op(JEQ, 3, 0, NR_SENDMSG),
+        op(RET, 0, 0, RET_ALLOW),
+        op(LD_ABS, 0, 0, 40),
+        op(JSET, 3, 2, FASTOPEN),
+        op(LD_ABS, 0, 0, 32),
+        op(JSET, 1, 0, FASTOPEN),
+        op(RET, 0, 0, RET_ALLOW),
+        op(RET, 0, 0, RET_EPERM),
+    ]
+};
+
+/// Installs [`TFO_FILTER`] on the calling thread (after `PR_SET_NO_NEW_PRIVS`).
+fn refuse_fast_open() -> std::io::Result<()> {
+    rustix::thread::set_no_new_privs(true)?;
+    let program = libc::sock_fprog {
+        len: TFO_FILTER.len() as libc::c_ushort,
+        filter: TFO_FILTER.as_ptr().cast_mut(),
+    };
+    // SAFETY: the program points at a static filter of `len` instructions; the kernel copies it.
+    let done = unsafe {
+        libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &raw const program, 0, 0)
+    };
+    if done == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
 /// One line of a uid or gid map, written before the fork: `INSIDE OUTSIDE 1`.
@@ -485,19 +546,12 @@ struct PathBeneathAttr {
     parent_fd: i32,
 }
 
-/// Makes mounts private, mounts a fresh `/proc` and grants it to `ruleset`.
+/// Mounts a fresh `/proc` and grants it to `ruleset`. The mounts need not be made private
+/// first: a mount namespace owned by a less privileged user namespace gets the parent's shared
+/// mounts as slaves, so nothing mounted here propagates back (and the recursive walk over every
+/// mount of the machine would cost each turn).
 fn fresh_proc(ruleset: Option<RawFd>, access: u64) -> std::io::Result<()> {
     // SAFETY: mount with NUL-terminated strings and a null data pointer.
-    check(unsafe {
-        libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        )
-    })?;
-    // SAFETY: as above.
     check(unsafe {
         libc::mount(
             c"proc".as_ptr(),
@@ -644,6 +698,7 @@ impl Domain {
             return None;
         }
         let mut entry = Entry::new(namespaces, fd, self.proc_access, false);
+        let tfo_filter = self.refuse_fast_open;
         let mut handoff = None;
         let mut child_end: Option<OwnedFd> = None;
         let pair = if namespaces.net && !self.listen.is_empty() {
@@ -676,6 +731,9 @@ impl Domain {
             command.pre_exec(move || {
                 let _keep = (&domain, &child_end);
                 sandbox(&entry)?;
+                if tfo_filter {
+                    refuse_fast_open()?;
+                }
                 match fd {
                     Some(fd) => enter(fd),
                     None => Ok(()),

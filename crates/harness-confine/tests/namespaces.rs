@@ -110,3 +110,25 @@ fn the_network_is_loopback_only() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the test runs a child in the sandbox")]
+fn the_fresh_proc_does_not_show_up_among_the_machines_mounts() {
+    let (_dir, root) = world();
+    let paths = paths(&root, Network::Loopback);
+    let mounts = || std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count();
+    let before = mounts();
+    let domain = Arc::new(prepare(&paths.policy(Mode::Required)).unwrap());
+    let mut command = Command::new("/bin/sh");
+    command.args(["-c", "grep -c ' /proc ' /proc/self/mountinfo; sleep 1"]);
+    command.stdout(Stdio::piped());
+    domain.attach(&mut command);
+    let child = command.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = mounts();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    // Inside: the machine's /proc and the fresh one over it.
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "2");
+    assert_eq!(before, during, "a mount of the sandbox propagated to the machine");
+}

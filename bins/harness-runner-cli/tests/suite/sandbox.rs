@@ -377,3 +377,23 @@ fn an_egress_entry_is_reached_in_place_and_through_the_proxy() {
     assert!(text.contains("HTTP/1.1 200 Connection established"), "{text}");
     assert_eq!(server.join().unwrap(), 2);
 }
+
+#[test]
+fn without_a_network_namespace_tcp_fast_open_does_not_get_past_connect_ports() {
+    // "egress": "open" leaves the machine's network, where Landlock's connect rule is the limit
+    // and TCP Fast Open (no connect) would slip past it but for the seccomp filter.
+    let (text, arrived, log) = network_probe(|run| {
+        run["egress"] = json!("open");
+        run["connectPorts"] = json!([9]);
+    });
+    let tcp: Vec<&String> = arrived.iter().filter(|line| line.starts_with("tcp")).collect();
+    assert!(tcp.is_empty(), "a TCP connection arrived past connectPorts: {tcp:?}\n{text}");
+    assert!(text.contains("tfo4=failed") && text.contains("tfo6=failed"), "{text}");
+    assert!(log.contains("tcp-fast-open refused (seccomp)"), "{log}");
+    // The control: unconfined, the same Fast Open arrives.
+    let (text, arrived, _) = network_probe(|run| {
+        run["egress"] = json!("open");
+        run["confine"] = json!("off");
+    });
+    assert!(arrived.iter().any(|line| line.contains("leak-tfo")), "{arrived:?}\n{text}");
+}
