@@ -400,3 +400,22 @@ fn without_a_network_namespace_tcp_fast_open_does_not_get_past_connect_ports() {
     let tcp4 = arrived.iter().filter(|line| line.starts_with("tcp4")).count();
     assert_eq!(tcp4, 2, "the connect and the Fast Open arrive: {arrived:?}\n{text}");
 }
+
+#[test]
+fn with_confine_off_fork_chains_pile_no_zombie_under_the_runner() {
+    // Unconfined, the chains' orphans are reparented to the runner (a child subreaper): it
+    // reaps them as they come, not only in the sweep after the turn.
+    let mark = marker("chains-off");
+    let probe = format!(
+        "{FORK_CHAINS}\necho started > \"$MOSAIC_SESSION_DIR/started\"\nexec sh -c 'sleep 300; :' \"$TEST_MARK\""
+    );
+    let (fx, child) = start_probe(&probe, &mark, |run| run["confine"] = json!("off"));
+    wait_until(LIMIT, "the chains", || fx.run.join("session/started").is_file());
+    std::thread::sleep(Duration::from_secs(2));
+    let zombies = zombies_under(child.id()).len();
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    kill_marked(&mark);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(zombies < 100, "{zombies} zombies under the runner mid-turn");
+}
