@@ -344,9 +344,20 @@ fn run_dir(report: &mut Report, dir: &Path) -> Option<RunInfo> {
     );
     if workspace && cli {
         let loaded = harness_runner::load_run(dir.as_std_path())
-            .map(drop)
             .map_err(|error| format!("{error} (the runner would exit {})", error.exit_code()));
-        report.check("run loads", loaded);
+        match loaded {
+            Ok(run) => {
+                report.check("run loads", Ok(()));
+                // What a turn of this run may reach, as the runner builds its sandbox.
+                let env = harness_runner::Environment::of_process();
+                for grant in harness_runner::turn_grants(&run, &env) {
+                    report.check(&format!("turn grant: {grant}"), Ok(()));
+                }
+            }
+            Err(reason) => {
+                report.check("run loads", Err(reason));
+            }
+        }
     }
     Some(RunInfo { id, retries: file.broker_retries })
 }

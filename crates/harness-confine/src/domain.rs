@@ -10,7 +10,8 @@ use landlock::{
 };
 
 use crate::error::ConfineError;
-use crate::policy::{Grant, Mode, Policy};
+use crate::policy::{Grant, Mode, Network, Policy};
+use crate::sys::{Namespaces, namespace_support};
 
 /// The Landlock ABI that brought each part of the policy.
 const ABI_TCP: u32 = 4;
@@ -31,6 +32,8 @@ pub struct Report {
     pub applied: Vec<String>,
     /// What the domain scopes (`abstract-unix-socket`, `signal`) and limits (`tcp-connect`).
     pub scoped: Vec<String>,
+    /// The namespaces entered (`user`, `pid`, `mount`, `net`, `ipc`), in that order.
+    pub namespaces: Vec<String>,
     /// What was not applied, and why.
     pub not_applied: Vec<String>,
 }
@@ -53,6 +56,11 @@ impl fmt::Display for Report {
                 }
             )?;
         }
+        if self.namespaces.is_empty() {
+            write!(f, "; no namespace")?;
+        } else {
+            write!(f, "; namespaces {}", self.namespaces.join(", "))?;
+        }
         if !self.not_applied.is_empty() {
             write!(f, "; not applied: {}", self.not_applied.join(", "))?;
         }
@@ -65,7 +73,67 @@ impl fmt::Display for Report {
 #[derive(Debug)]
 pub struct Domain {
     pub(crate) fd: Option<OwnedFd>,
+    /// The namespaces a child enters before the Landlock domain.
+    pub(crate) namespaces: Namespaces,
+    /// The access the fresh `/proc` of a PID namespace gets in the ruleset.
+    pub(crate) proc_access: u64,
+    /// The addresses PID 1 listens on inside the network namespace, for the runner.
+    pub(crate) listen: Vec<std::net::SocketAddr>,
+    /// True if and only if the child installs the seccomp filter that refuses TCP Fast Open
+    /// (confined, without a network namespace of its own).
+    pub(crate) refuse_fast_open: bool,
     report: Report,
+}
+
+/// The runner's end of the socket a sandboxed child hands its listeners over on
+/// ([`Domain::attach`]).
+#[derive(Debug)]
+pub struct Handoff {
+    pub(crate) socket: OwnedFd,
+    pub(crate) count: usize,
+}
+
+impl Handoff {
+    /// Waits up to `timeout` for the listeners, in the order of the policy's `listen`. An
+    /// error when the child sent none in time (it failed before, or was killed).
+    pub fn receive(
+        self,
+        timeout: std::time::Duration,
+    ) -> std::io::Result<Vec<std::net::TcpListener>> {
+        use std::mem::MaybeUninit;
+        let timeout = rustix::event::Timespec::try_from(timeout)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        let mut poll = [rustix::event::PollFd::new(&self.socket, rustix::event::PollFlags::IN)];
+        if rustix::event::poll(&mut poll, Some(&timeout))? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the sandbox handed over no listener",
+            ));
+        }
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(8))];
+        let mut control = rustix::net::RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        let mut iov = [std::io::IoSliceMut::new(&mut byte)];
+        rustix::net::recvmsg(
+            &self.socket,
+            &mut iov,
+            &mut control,
+            rustix::net::RecvFlags::CMSG_CLOEXEC,
+        )?;
+        let mut listeners = Vec::new();
+        for message in control.drain() {
+            if let rustix::net::RecvAncillaryMessage::ScmRights(fds) = message {
+                listeners.extend(fds.map(std::net::TcpListener::from));
+            }
+        }
+        if listeners.len() != self.count {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("the sandbox handed over {} of {} listeners", listeners.len(), self.count),
+            ));
+        }
+        Ok(listeners)
+    }
 }
 
 impl Domain {
@@ -74,9 +142,21 @@ impl Domain {
         &self.report
     }
 
-    /// True if and only if a child attached to it is confined.
+    /// True if and only if a child attached to it is confined by Landlock.
     pub fn confines(&self) -> bool {
         self.fd.is_some()
+    }
+
+    /// True if and only if a child attached to it runs in a PID namespace of its own, whose end
+    /// ends every process in it.
+    pub fn isolates_processes(&self) -> bool {
+        self.namespaces.pid
+    }
+
+    /// True if and only if a child attached to it runs in a network namespace with loopback
+    /// only.
+    pub fn isolates_network(&self) -> bool {
+        self.namespaces.net
     }
 }
 
@@ -128,17 +208,33 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
     let raw_abi = crate::sys::kernel_abi();
     let mut report = Report { abi: raw_abi, mode: policy.mode.as_str(), ..Report::default() };
     if policy.mode == Mode::Off {
-        return Ok(Domain { fd: None, report });
+        return Ok(Domain {
+            fd: None,
+            namespaces: Namespaces::default(),
+            proc_access: 0,
+            listen: Vec::new(),
+            refuse_fast_open: false,
+            report,
+        });
     }
     let required = policy.mode == Mode::Required;
+    let namespaces = namespaces_of(policy, required, &mut report)?;
+    let proc_access = if raw_abi == 0 {
+        0
+    } else {
+        let abi = ABI::from(i32::try_from(raw_abi).unwrap_or(i32::MAX));
+        access_of(Grant::Read, abi, true).bits()
+    };
     if raw_abi == 0 {
         if required {
             return Err(ConfineError::Unavailable(
                 "landlock_create_ruleset reports no ABI (not built in or not enabled)".to_owned(),
             ));
         }
-        report.not_applied.push("everything (the kernel offers no Landlock)".to_owned());
-        return Ok(Domain { fd: None, report });
+        report.not_applied.push("Landlock (the kernel offers none)".to_owned());
+        let listen = listen_of(policy, namespaces);
+        let refuse_fast_open = fast_open_filter(namespaces, &mut report);
+        return Ok(Domain { fd: None, namespaces, proc_access, listen, refuse_fast_open, report });
     }
     let abi = ABI::from(i32::try_from(raw_abi).unwrap_or(i32::MAX));
     let level = if required { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
@@ -233,7 +329,85 @@ pub fn prepare(policy: &Policy) -> Result<Domain, ConfineError> {
         }
         report.not_applied.push("everything (no ruleset descriptor)".to_owned());
     }
-    Ok(Domain { fd, report })
+    let listen = listen_of(policy, namespaces);
+    let refuse_fast_open = fast_open_filter(namespaces, &mut report);
+    Ok(Domain { fd, namespaces, proc_access, listen, refuse_fast_open, report })
+}
+
+/// True if and only if the sandbox needs the TCP Fast Open filter: it has no network namespace,
+/// so the machine's network is reachable and Landlock's TCP rule sees `connect` only.
+fn fast_open_filter(namespaces: Namespaces, report: &mut Report) -> bool {
+    if namespaces.net {
+        return false;
+    }
+    report.scoped.push("tcp-fast-open refused (seccomp)".to_owned());
+    true
+}
+
+/// The listeners a child makes: only inside a network namespace of its own, at most
+/// [`crate::sys::MAX_LISTENERS`].
+fn listen_of(policy: &Policy, namespaces: Namespaces) -> Vec<std::net::SocketAddr> {
+    if !namespaces.net {
+        return Vec::new();
+    }
+    policy.listen.iter().copied().take(crate::sys::MAX_LISTENERS).collect()
+}
+
+/// The namespaces of `policy` this kernel can give: each one it cannot is an error under
+/// `"required"` and a line of the report otherwise.
+fn namespaces_of(
+    policy: &Policy,
+    required: bool,
+    report: &mut Report,
+) -> Result<Namespaces, ConfineError> {
+    if !policy.namespaces {
+        return Ok(Namespaces::default());
+    }
+    let support = namespace_support();
+    let mut missing = Vec::new();
+    if !support.user {
+        missing.push("user namespace");
+    }
+    let user = support.user;
+    let pid = user && support.pid;
+    if user && !support.pid {
+        missing.push("PID namespace with its own /proc");
+    }
+    let want_net = policy.network == Network::Loopback;
+    let net = want_net && user && support.net;
+    if want_net && user && !support.net {
+        missing.push("network namespace");
+    }
+    let ipc = user && support.ipc;
+    if user && !support.ipc {
+        missing.push("IPC namespace");
+    }
+    if let Some(first) = missing.first() {
+        if required {
+            return Err(ConfineError::Layer(first));
+        }
+        report.not_applied.extend(
+            missing
+                .iter()
+                .map(|layer| format!("{layer} (the kernel does not let this user make one)")),
+        );
+    }
+    let namespaces = Namespaces { pid, net, ipc };
+    if namespaces.any() {
+        report.namespaces.push("user".to_owned());
+    }
+    if pid {
+        report.namespaces.extend(["pid".to_owned(), "mount (own /proc)".to_owned()]);
+    }
+    if net {
+        report.namespaces.push("net (loopback only)".to_owned());
+    } else if policy.network == Network::Host {
+        report.namespaces.push("net shared with the host (egress \"open\")".to_owned());
+    }
+    if ipc {
+        report.namespaces.push("ipc".to_owned());
+    }
+    Ok(namespaces)
 }
 
 fn not_applied(

@@ -8,6 +8,9 @@ pub enum ConfineError {
     /// The kernel has no usable Landlock.
     #[error("the kernel offers no Landlock (confine \"required\"): {0}")]
     Unavailable(String),
+    /// A namespace layer the kernel does not let this user make.
+    #[error("the kernel does not let this user make a {0} (confine \"required\")")]
+    Layer(&'static str),
     /// A rule could not be applied.
     #[error("cannot apply the rule for {path}: {reason} (confine \"required\")")]
     Rule {

@@ -23,7 +23,7 @@ mod error;
 mod policy;
 mod sys;
 
-pub use domain::{Domain, Report, prepare};
+pub use domain::{Domain, Handoff, Report, prepare};
 pub use error::ConfineError;
-pub use policy::{Grant, Mode, PathRule, Policy, SessionPaths, installation_root};
-pub use sys::kernel_abi;
+pub use policy::{Grant, Mode, Network, PathRule, Policy, SessionPaths, installation_root};
+pub use sys::{Support, kernel_abi, namespace_support};

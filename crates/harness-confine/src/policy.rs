@@ -78,6 +78,17 @@ pub struct PathRule {
     pub optional: bool,
 }
 
+/// The network a sandbox has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Network {
+    /// A network namespace of its own with loopback only: nothing of the machine's network is
+    /// reachable but what the runner serves inside it (the default).
+    #[default]
+    Loopback,
+    /// The machine's network, as the seed had it (run.json `"egress": "open"`).
+    Host,
+}
+
 /// Everything a domain is built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -87,6 +98,14 @@ pub struct Policy {
     pub rules: Vec<PathRule>,
     /// TCP ports `connect` may reach (ABI 4); `None` leaves TCP connect open.
     pub connect_ports: Option<Vec<u16>>,
+    /// The network of the sandbox.
+    pub network: Network,
+    /// Loopback addresses the sandbox's PID 1 listens on inside its network namespace and hands
+    /// to the runner, which serves them (its egress); at most 8.
+    pub listen: Vec<std::net::SocketAddr>,
+    /// True (what [`SessionPaths::policy`] sets) to enter the namespaces; false for the Landlock
+    /// domain alone (a measurement's floor).
+    pub namespaces: bool,
 }
 
 /// The system directories and files a CLI, Node, git and a shell read or run. Everything else of
@@ -150,6 +169,11 @@ pub struct SessionPaths {
     pub search_path: Option<OsString>,
     /// TCP ports `connect` may reach, when run.json names them.
     pub connect_ports: Option<Vec<u16>>,
+    /// The network of the sandbox.
+    pub network: Network,
+    /// Loopback addresses the runner serves inside the sandbox's network namespace (see
+    /// [`Policy::listen`]).
+    pub listen: Vec<std::net::SocketAddr>,
 }
 
 impl SessionPaths {
@@ -195,7 +219,14 @@ impl SessionPaths {
         for path in &self.sockets {
             push(path, Grant::Connect, true);
         }
-        Policy { mode, rules, connect_ports: self.connect_ports.clone() }
+        Policy {
+            mode,
+            rules,
+            connect_ports: self.connect_ports.clone(),
+            network: self.network,
+            listen: self.listen.clone(),
+            namespaces: true,
+        }
     }
 }
 
@@ -207,18 +238,20 @@ fn find_program(search: &std::ffi::OsStr, name: &str) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// Where the program at `path` is installed: with its links resolved, the directory above its
-/// outermost `node_modules` (an npm prefix holds the package and its dependencies), or else the
-/// directory holding it (a launcher script beside the binaries it names, a standalone binary).
+/// Where the program at `path` is installed: with its links resolved, its outermost
+/// `node_modules` directory (an npm install holds the package and its dependencies there, a
+/// local install hoists them beside it), or else the directory holding it (a launcher script
+/// beside the binaries it names, a standalone binary). Never a directory above a
+/// `node_modules`: a CLI installed by `npm install` in a home directory brings that
+/// `node_modules`, not the home with its keys.
 pub fn installation_root(path: &Path) -> PathBuf {
     let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let outermost = resolved
         .ancestors()
         .filter(|dir| dir.file_name().is_some_and(|name| name == "node_modules"))
-        .last()
-        .and_then(Path::parent);
+        .last();
     match outermost {
-        Some(prefix) => prefix.to_path_buf(),
+        Some(modules) => modules.to_path_buf(),
         None => resolved.parent().map_or_else(|| resolved.clone(), Path::to_path_buf),
     }
 }
@@ -228,7 +261,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_npm_package_brings_its_prefix_and_a_binary_its_directory() {
+    fn an_npm_package_brings_its_node_modules_and_a_binary_its_directory() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let bin = root.join("prefix/node_modules/pkg/node_modules/dep/bin");
@@ -236,7 +269,10 @@ mod tests {
         std::fs::write(bin.join("cli"), "").unwrap();
         std::fs::create_dir_all(root.join("tools/bin")).unwrap();
         std::os::unix::fs::symlink(bin.join("cli"), root.join("tools/bin/cli")).unwrap();
-        assert_eq!(installation_root(&root.join("tools/bin/cli")), root.join("prefix"));
+        assert_eq!(
+            installation_root(&root.join("tools/bin/cli")),
+            root.join("prefix/node_modules")
+        );
         std::fs::write(root.join("tools/bin/plain"), "").unwrap();
         assert_eq!(installation_root(&root.join("tools/bin/plain")), root.join("tools/bin"));
     }

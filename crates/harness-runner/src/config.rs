@@ -71,9 +71,36 @@ pub struct RunFile {
     /// `"required"`, `"best-effort"` (the default) or `"off"`.
     #[serde(default)]
     pub confine: harness_confine::Mode,
-    /// The TCP ports the session may connect to (Landlock ABI 4); without it TCP stays open.
+    /// The TCP ports the session may connect to inside its sandbox (Landlock ABI 4): the
+    /// runner's egress ports are added to them. Without it TCP connect inside stays open (the
+    /// network namespace is what bounds it).
     #[serde(default)]
     pub connect_ports: Option<Vec<u16>>,
+    /// Where a turn may reach beyond its sandbox (docs/runner.md, "Egress"): absent, only the
+    /// model endpoints the launch names (`ANTHROPIC_BASE_URL`, the `baseUrl`s of Pi's
+    /// `models.json`, or Anthropic's API); a list of `host:port` entries adds those; `"open"`
+    /// gives the turn the machine's network, with no namespace of its own (the seed's
+    /// behaviour).
+    #[serde(default)]
+    pub egress: Option<EgressSetting>,
+}
+
+/// run.json's `egress`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum EgressSetting {
+    /// `"open"`: the machine's network.
+    Open(OpenEgress),
+    /// `host:port` entries the egress proxy also connects to.
+    Allow(Vec<String>),
+}
+
+/// The one word `egress` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenEgress {
+    /// The machine's network, as the seed had it.
+    Open,
 }
 
 fn default_bundle() -> Utf8PathBuf {
@@ -253,6 +280,13 @@ pub fn read_run_file(dir: &Path) -> Result<(Utf8PathBuf, RunFile), RunError> {
             .map_err(|reason| {
                 RunError::invalid(&run_json, format!("stateDir {state:?} {reason}"))
             })?;
+    }
+    if let Some(EgressSetting::Allow(entries)) = &file.egress {
+        for entry in entries {
+            crate::egress::Endpoint::parse(entry).map_err(|reason| {
+                RunError::invalid(&run_json, format!("egress entry {entry:?} {reason}"))
+            })?;
+        }
     }
     if file.confine == harness_confine::Mode::Required && harness_confine::kernel_abi() == 0 {
         return Err(RunError::invalid(

@@ -9,7 +9,7 @@
 //! domain's report goes to stderr at every turn.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use harness_confine::{Domain, SessionPaths};
 use harness_contract::RunDir;
@@ -35,7 +35,38 @@ fn session_paths(run: &Run, search_path: std::ffi::OsString) -> SessionPaths {
         sockets: vec![RunDir::new(&run.dir).tools_sock()],
         search_path: Some(search_path),
         connect_ports: run.file.connect_ports.clone(),
+        network: harness_confine::Network::Host,
+        listen: Vec::new(),
     }
+}
+
+/// What a turn of `run` may reach, one line each, as the runner builds the turn's sandbox
+/// (`grant path` for each path rule, then the network and its allowlist): what
+/// `harness doctor --run` prints.
+pub fn turn_grants(run: &Run, env: &crate::env::Environment) -> Vec<String> {
+    let mut paths = session_paths(run, env.path());
+    let plan = crate::egress::Plan::of(run, env);
+    if let Some(plan) = &plan {
+        paths.network = harness_confine::Network::Loopback;
+        paths.listen = plan.listen();
+    }
+    let policy = paths.policy(run.file.confine);
+    let mut out: Vec<String> = policy
+        .rules
+        .iter()
+        .map(|rule| format!("{} {}", rule.grant.as_str(), rule.path.display()))
+        .collect();
+    out.push(match &plan {
+        Some(plan) => {
+            let allow: Vec<String> = plan.allow.iter().map(ToString::to_string).collect();
+            format!("network: loopback only; egress through the runner to {}", allow.join(", "))
+        }
+        None => "network: the machine's (egress \"open\")".to_owned(),
+    });
+    if let Some(ports) = &policy.connect_ports {
+        out.push(format!("tcp connect: ports {ports:?} only"));
+    }
+    out
 }
 
 /// Creates what a rule must find in place: `RUN/session/tmp` and an empty unslop log (0600,
@@ -59,10 +90,20 @@ pub(crate) fn turn_domain(
     dirs: &RunDirs,
     number: u32,
     request: Option<&std::path::Path>,
-    search_path: std::ffi::OsString,
+    env: &crate::env::Environment,
 ) -> Result<Confined, RunError> {
-    let mut paths = session_paths(run, search_path);
+    let mut paths = session_paths(run, env.path());
     paths.read_files.extend(request.map(std::path::Path::to_path_buf));
+    // Egress: a network namespace with loopback only, served by the runner (crate::egress), or
+    // the machine's network for `"egress": "open"`.
+    let plan = crate::egress::Plan::of(run, env);
+    if let Some(plan) = &plan {
+        paths.network = harness_confine::Network::Loopback;
+        paths.listen = plan.listen();
+        if let Some(ports) = &mut paths.connect_ports {
+            ports.extend(plan.ports());
+        }
+    }
     // A rule follows a link; the log is granted only while it is a plain file, so a link put
     // there (by a session that ran unconfined before) never opens its target to the session.
     let log = RunDir::new(&run.dir).unslop_log();
@@ -73,7 +114,12 @@ pub(crate) fn turn_domain(
     let domain = harness_confine::prepare(&paths.policy(run.file.confine))
         .map_err(|error| RunError::invalid(&run.dir, error.to_string()))?;
     tracing::info!(turn = number, "turn {number} confinement: {}", domain.report());
-    Ok(Confined(Arc::new(domain)))
+    let plan = plan.filter(|_| domain.isolates_network());
+    match &plan {
+        Some(plan) => tracing::info!(turn = number, "turn {number} {}", plan.describe()),
+        None => tracing::info!(turn = number, "turn {number} egress: the machine's network"),
+    }
+    Ok(Confined { domain: Arc::new(domain), plan: plan.map(Arc::new), server: Mutex::default() })
 }
 
 /// The domain of the runner's git: the system directories, the workspace read only (the clone's
@@ -90,21 +136,39 @@ pub(crate) fn git_domain(git: &GitPaths) -> Result<Confined, String> {
         bundle: git.workspace.clone(),
         read_files: vec![git.workspace.clone()],
         connect_ports: git.connect_ports.clone(),
+        // git needs no network: its own namespace with loopback only.
+        network: harness_confine::Network::Loopback,
         ..SessionPaths::default()
     };
     harness_confine::prepare(&paths.policy(git.mode))
-        .map(|domain| Confined(Arc::new(domain)))
+        .map(|domain| Confined { domain: Arc::new(domain), plan: None, server: Mutex::default() })
         .map_err(|error| error.to_string())
 }
 
-/// A domain as the supervisor's pre-exec hook: the child enters it between fork and exec, with
-/// system calls only (`harness_confine::Domain::attach`).
+/// A sandbox as the supervisor's pre-exec hook: the child enters it between fork and exec, with
+/// system calls only (`harness_confine::Domain::attach`); the runner serves its egress, if it
+/// has one, until this is dropped.
 #[derive(Debug)]
-pub(crate) struct Confined(Arc<Domain>);
+pub(crate) struct Confined {
+    domain: Arc<Domain>,
+    plan: Option<Arc<crate::egress::Plan>>,
+    server: Mutex<Option<crate::egress::Server>>,
+}
+
+impl Confined {
+    /// The variables that send the turn's requests through its egress (none without one).
+    pub(crate) fn egress_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        self.plan.as_ref().map(|plan| plan.env()).unwrap_or_default()
+    }
+}
 
 impl PreExec for Confined {
     fn prepare(&self, command: &mut std::process::Command) {
-        self.0.attach(command);
+        let handoff = self.domain.attach(command);
+        if let (Some(handoff), Some(plan)) = (handoff, &self.plan) {
+            let server = crate::egress::Server::start(Arc::clone(plan), handoff);
+            *self.server.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(server);
+        }
     }
 }
 

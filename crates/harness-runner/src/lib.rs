@@ -13,6 +13,7 @@ mod confinement;
 mod creds;
 mod dirs;
 mod doctor_check;
+mod egress;
 mod env;
 mod error;
 mod files;
@@ -30,6 +31,7 @@ mod turn;
 mod version;
 
 pub use config::{Manifest, Run, RunFile, load_run, read_capability, read_run_file};
+pub use confinement::turn_grants;
 pub use creds::{FOUNDER_ENV, ROLE_TOKEN_PREFIX, role_token_var};
 pub use doctor_check::DoctorCheck;
 pub use env::Environment;

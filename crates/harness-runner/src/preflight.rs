@@ -87,8 +87,12 @@ pub(crate) fn preflight(
     crate::confinement::prepare_paths(dirs)?;
     // A turn's environment and sandbox, as turn 0; the request it names is never read.
     let files = TurnFiles { number: 0, layout: RunDir::new(&run.dir).turn(0) };
-    let domain = crate::confinement::turn_domain(run, dirs, 0, None, env.path())?;
+    let domain = crate::confinement::turn_domain(run, dirs, 0, None, env)?;
+    // A turn's variables, the egress ones included, as run_turn sets them.
+    let egress = domain.egress_env();
     let mut vars = adapter_env(run, &files, "preflight", env);
+    vars.retain(|(name, _)| !egress.iter().any(|(egress, _)| egress == name));
+    vars.extend(egress);
     vars.push((AdapterEnv::Preflight.name().into(), "1".into()));
     let outcome = supervise::run(Spawn {
         program: Path::new("/bin/sh"),

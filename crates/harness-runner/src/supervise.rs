@@ -26,7 +26,11 @@
 //! The runner is a child subreaper ([`become_subreaper`]): what a turn starts in a new session
 //! (Pi runs bash commands with `setsid`) is reparented to the runner when its parent dies, not to
 //! init. [`sweep_descendants`] kills and reaps every descendant of the runner but the ones it
-//! is told to spare; the turn loop calls it after every turn, however the turn ended.
+//! is told to spare; the turn loop calls it after every turn, however the turn ended. Between
+//! sweeps a reaper thread reaps every zombie child that [`run`] is not waiting for, so orphans
+//! never pile up under the runner. In a turn's sandbox (its own PID namespace) the turn's
+//! orphans go to the namespace's PID 1 instead, and its end ends them all; the sweep then finds
+//! nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -246,7 +250,15 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
     if let Some(hook) = spawn.pre_exec {
         hook.prepare(&mut command);
     }
-    let mut child = command.spawn()?;
+    // Registered under the reaper's lock, so the reaper never takes this child's status.
+    let mut child = {
+        let mut supervised = SUPERVISED.lock().unwrap_or_else(PoisonError::into_inner);
+        let child = command.spawn()?;
+        supervised.insert(i32::try_from(child.id()).unwrap_or(0), None);
+        child
+    };
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    let _registered = Registered(pid);
     let group = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
     // Every path below kills the group; the guard covers a panic on this thread, which unwinds
     // past them (docs/reliability.md).
@@ -280,12 +292,12 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
         };
     let started = Instant::now();
     let ended = loop {
-        match child.try_wait() {
+        match status_of(&mut child, pid) {
             Ok(Some(status)) => break Ended::Exited(status),
             Ok(None) => {}
             Err(error) => {
                 kill();
-                let _ = child.wait();
+                wait_for(&mut child, pid);
                 return Err(error);
             }
         }
@@ -303,7 +315,7 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
     // Whatever it left running in its group goes with it; a child still running is reaped.
     kill();
     if !matches!(ended, Ended::Exited(_)) {
-        let _ = child.wait();
+        wait_for(&mut child, pid);
     }
     // One grace for all the pipes together: a process left holding every one of them costs the
     // call the grace once.
@@ -365,10 +377,81 @@ impl Inline {
     }
 }
 
+/// The children [`run`] is waiting for, and the wait status of each once reaped. Every child of
+/// the runner is reaped by [`reap`] (`waitpid(-1)`), a supervised one's status kept here for its
+/// [`run`], so no zombie piles up under the runner between two sweeps (a turn outside a PID
+/// namespace of its own can orphan thousands a second).
+static SUPERVISED: Mutex<BTreeMap<i32, Option<i32>>> = Mutex::new(BTreeMap::new());
+
+/// Takes a child out of [`SUPERVISED`] once [`run`] is done with it (a panic included).
+struct Registered(i32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        SUPERVISED.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.0);
+    }
+}
+
+/// Reaps every child that has ended; keeps the status of a supervised one. Returns how many it
+/// reaped.
+fn reap() -> usize {
+    let mut supervised = SUPERVISED.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut reaped = 0;
+    while let Ok(Some((pid, status))) = rustix::process::wait(WaitOptions::NOHANG) {
+        reaped += 1;
+        if let Some(slot) = supervised.get_mut(&pid.as_raw_nonzero().get()) {
+            *slot = Some(status.as_raw());
+        }
+    }
+    reaped
+}
+
+/// True if and only if [`become_subreaper`] started the reaper: then every child's status is
+/// taken by [`reap`], and [`run`] reads its child's from [`SUPERVISED`].
+static REAPING: AtomicBool = AtomicBool::new(false);
+
+/// The status of supervised child `pid` (`child`), once it has ended.
+fn status_of(child: &mut std::process::Child, pid: i32) -> std::io::Result<Option<ExitStatus>> {
+    if !REAPING.load(Ordering::SeqCst) {
+        return child.try_wait();
+    }
+    let _ = reap();
+    let supervised = SUPERVISED.lock().unwrap_or_else(PoisonError::into_inner);
+    Ok(supervised.get(&pid).copied().flatten().map(ExitStatus::from_raw))
+}
+
+/// Waits until supervised child `pid` (`child`, already killed) is reaped.
+fn wait_for(child: &mut std::process::Child, pid: i32) {
+    if !REAPING.load(Ordering::SeqCst) {
+        let _ = child.wait();
+        return;
+    }
+    while status_of(child, pid).is_ok_and(|status| status.is_none()) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// How often the reaper looks for ended children.
+const REAP_EVERY: Duration = Duration::from_millis(20);
+
 /// Makes this process a child subreaper: orphans of its descendants become its children, so
-/// [`sweep_descendants`] finds what they left in a new session.
+/// [`sweep_descendants`] finds what they left in a new session. A thread then reaps every ended
+/// child every 20 ms (see [`SUPERVISED`]); the namespaces this kernel allows are probed first,
+/// since the probe waits for its own child.
 pub fn become_subreaper() -> std::io::Result<()> {
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    let _ = harness_confine::namespace_support();
+    REAPING.store(true, Ordering::SeqCst);
+    std::thread::Builder::new().name("reaper".into()).spawn(|| {
+        loop {
+            // A round that reaped something goes again at once: orphans may come faster than
+            // one every 20 ms.
+            if reap() == 0 {
+                std::thread::sleep(REAP_EVERY);
+            }
+        }
+    })?;
+    Ok(())
 }
 
 /// How long one sweep may go on killing (a tree that forks faster than it dies).

@@ -188,11 +188,16 @@ pub(crate) fn run_turn(turn: &TurnContext<'_>, files: &TurnFiles) -> Result<Turn
     // fork and exec (docs/runner.md, "Confinement").
     let request = files.layout.request();
     let domain =
-        crate::confinement::turn_domain(run, dirs, files.number, Some(&request), turn.env.path())?;
+        crate::confinement::turn_domain(run, dirs, files.number, Some(&request), turn.env)?;
+    // The egress variables replace any of the same name the host passed.
+    let egress = domain.egress_env();
+    let mut env = adapter_env(run, files, turn.session_id, turn.env);
+    env.retain(|(name, _)| !egress.iter().any(|(egress, _)| egress == name));
+    env.extend(egress);
     let outcome = supervise::run(Spawn {
         program: Path::new("/bin/sh"),
         args: vec![run.manifest.adapter.as_os_str().to_owned()],
-        env: adapter_env(run, files, turn.session_id, turn.env),
+        env,
         cwd: run.file.workspace.as_std_path(),
         stdout: crate::supervise::StdoutTo::Thread(MAX_ANSWER_BYTES),
         stderr: StderrTo::File(stderr),

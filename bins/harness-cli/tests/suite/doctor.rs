@@ -273,6 +273,17 @@ fn the_cli_a_run_names_must_print_the_bundles_cli_version() {
     {
         assert!(lines.iter().any(|line| line == name), "{name}: {context}");
     }
+    // The turn's grants, as the runner builds its sandbox: the workspace writable, the network
+    // loopback only with the runner's egress.
+    let run_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(good.join("run.json")).unwrap()).unwrap();
+    let workspace = run_json["workspace"].as_str().unwrap();
+    let grant = format!("ok turn grant: read+write {workspace}");
+    assert!(lines.iter().any(|line| line == &grant), "{grant}: {context}");
+    assert!(
+        lines.iter().any(|line| line.starts_with("ok turn grant: network: loopback only")),
+        "{context}"
+    );
     let other = run_dir(&dir.path().join("other"), "0.84.0");
     let output =
         doctor(&["--prefix", prefix.to_str().unwrap(), "--run", other.to_str().unwrap()], None, "");

@@ -11,7 +11,8 @@ use harness_testkit::BrokerAnswer;
 use serde_json::json;
 
 use super::fixture::{
-    Fixture, alive, assert_clean, finish, message, start, stderr, terminate, tool, wait_until,
+    Fixture, alive, assert_clean, finish, host_pid, message, start, stderr, terminate, tool,
+    wait_until,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -209,20 +210,18 @@ fn adapter_killed_by_a_signal_fails_the_turn_naming_it_and_its_group_is_gone() {
         let child = fx.spawn(&[("TEST_MODE", "pids")]);
         wait_until(LIMIT, "the adapter's pids", || fx.run.join("session/pids").is_file());
         let pids = std::fs::read_to_string(fx.run.join("session/pids")).unwrap();
-        let [background, adapter]: [i32; 2] = pids
+        let [background, adapter]: [u32; 2] = pids
             .split_whitespace()
-            .map(|pid| pid.parse().unwrap())
+            .map(|pid| host_pid(child.id(), pid.parse().unwrap()))
             .collect::<Vec<_>>()
             .try_into()
             .unwrap();
-        rustix::process::kill_process(rustix::process::Pid::from_raw(adapter).unwrap(), signal)
-            .unwrap();
+        let adapter = rustix::process::Pid::from_raw(adapter.try_into().unwrap()).unwrap();
+        rustix::process::kill_process(adapter, signal).unwrap();
         wait_until(LIMIT, "the reply", || !fx.broker.calls_of("message.send").is_empty());
         let text = fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
         assert_eq!(text, format!("The turn failed: the adapter was killed by signal {number}"));
-        wait_until(Duration::from_secs(5), "the adapter's group gone", || {
-            !alive(background.unsigned_abs())
-        });
+        wait_until(Duration::from_secs(5), "the adapter's group gone", || !alive(background));
         // The runner goes on: the message is marked read and the next poll comes.
         wait_until(LIMIT, "the message marked read", || {
             fx.broker

@@ -24,7 +24,7 @@ case "${TEST_MODE:-ok}" in
   ok) printf done > "$MOSAIC_TURN_MARKER"; echo "answered: $(tail -n 1 "$MOSAIC_REQUEST")" ;;
   fail) echo "boom" >&2; exit 3 ;;
   nomarker) echo "no marker written" ;;
-  hang) sleep 300 & echo $! > "$MOSAIC_SESSION_DIR/bg.pid"; sleep 300 ;;
+  hang) sh -c 'sleep 300; :' "${TEST_MARK:-hang}" & echo $! > "$MOSAIC_SESSION_DIR/bg.pid"; sleep 300 ;;
   pids) sleep 300 & echo "$! $$" > "$MOSAIC_SESSION_DIR/pids.tmp"; mv "$MOSAIC_SESSION_DIR/pids.tmp" "$MOSAIC_SESSION_DIR/pids"; sleep 300 ;;
   env) env > "$MOSAIC_SESSION_DIR/adapter.env"; printf done > "$MOSAIC_TURN_MARKER"; echo env ;;
   detach) setsid sh -c 'sleep 40; :' "$TEST_MARK" &
@@ -308,4 +308,36 @@ pub(crate) fn leftovers(run: &Path) -> Vec<String> {
 pub(crate) fn assert_clean(run: &Path) {
     let found = leftovers(run);
     assert!(found.is_empty(), "left behind: {found:?}");
+}
+
+/// The pid, as this test sees it, of the descendant of `runner` whose pid inside the turn's PID
+/// namespace is `inner` (a turn writes the pids it sees; the test kills or watches them here).
+/// Without a PID namespace the two are the same.
+pub(crate) fn host_pid(runner: u32, inner: u32) -> u32 {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
+    };
+    let descends = |mut pid: u32| {
+        while let Some(parent) = parent_of(pid) {
+            if parent == runner {
+                return true;
+            }
+            if parent <= 1 {
+                return false;
+            }
+            pid = parent;
+        }
+        false
+    };
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        let Some(line) = status.lines().find(|line| line.starts_with("NSpid:")) else { continue };
+        let ids: Vec<u32> = line[6..].split_whitespace().filter_map(|id| id.parse().ok()).collect();
+        if ids.last() == Some(&inner) && descends(pid) {
+            return pid;
+        }
+    }
+    panic!("no descendant of the runner {runner} has pid {inner} in its namespace")
 }

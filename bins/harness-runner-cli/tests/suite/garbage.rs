@@ -9,7 +9,7 @@ use std::time::Duration;
 use harness_testkit::BrokerAnswer;
 use serde_json::{Value, json};
 
-use super::fixture::{CAP, Fixture, alive, finish, message, stderr, terminate, wait_until};
+use super::fixture::{CAP, Fixture, finish, message, stderr, terminate, wait_until};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -190,8 +190,10 @@ fn a_panic_on_another_thread_stops_the_session_and_exits_101() {
     fx.broker
         .answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hang on")));
     let trigger = fx.run.join("session/bg.pid");
+    let mark = format!("harness-garbage-panic-{}", std::process::id());
     let child = fx.spawn(&[
         ("TEST_MODE", "hang"),
+        ("TEST_MARK", &mark),
         ("HARNESS_RUNNER_PANIC_FOR_TEST", trigger.to_str().unwrap()),
     ]);
     // The adapter writes bg.pid mid-turn; the runner's test thread panics when it appears.
@@ -200,8 +202,11 @@ fn a_panic_on_another_thread_stops_the_session_and_exits_101() {
     assert_eq!(output.status.code(), Some(101), "{err}");
     assert!(err.contains(" panicked: "), "{err}");
     assert!(err.contains("HARNESS_RUNNER_PANIC_FOR_TEST"), "{err}");
-    let background: u32 = std::fs::read_to_string(&trigger).unwrap().trim().parse().unwrap();
-    wait_until(Duration::from_secs(5), "the turn's group killed", || !alive(background));
+    // The background child (its pid is the turn's PID namespace's) carries the mark.
+    assert!(std::fs::read_to_string(&trigger).unwrap().trim().parse::<u32>().is_ok());
+    wait_until(Duration::from_secs(5), "the turn's group killed", || {
+        harness_testkit::marked_processes(&mark).is_empty()
+    });
     assert_eq!(fx.broker.calls_of("role.release").len(), 1, "the role is released");
     assert!(fx.broker.calls_of("message.send").is_empty(), "no reply for the killed turn");
     assert!(!fx.run.join("tools.sock").exists(), "the tool socket is removed");

@@ -374,8 +374,9 @@ fn a_detached_process_a_turn_started_is_killed_after_the_turn() {
     let output = finish(child, LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(left.is_empty(), "left running after the turn: {left:?}");
+    // The turn's PID namespace ended with it: the runner's sweep found nothing left to kill.
     let err = stderr(&output);
-    assert!(err.contains("turn 0001 left ") && err.contains(" processes; killed"), "{err}");
+    assert!(!err.contains("turn 0001 left "), "{err}");
 }
 
 #[test]

@@ -17,5 +17,6 @@ mod preflight;
 mod real_sessions;
 mod run_dir_links;
 mod s0_lines;
+mod sandbox;
 mod sealed;
 mod turns;

@@ -6,7 +6,7 @@ use harness_testkit::BrokerAnswer;
 use serde_json::json;
 
 use super::fixture::{
-    CAP, Fixture, alive, files_under, finish, message, stderr, terminate, wait_until,
+    CAP, Fixture, alive, files_under, finish, host_pid, message, stderr, terminate, wait_until,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -73,23 +73,10 @@ fn a_turn_without_the_agent_end_marker_does_not_count() {
     );
 }
 
-#[test]
-fn a_turn_past_its_wall_clock_is_killed_with_its_whole_group() {
-    let fx = Fixture::with_run_json(|run| run["turnTimeout"] = json!(1));
-    let text = reply_in_mode(&fx, "hang");
-    assert_eq!(text, "The turn failed: the turn ran past its wall clock of 1 s and was stopped");
-    let pid: u32 =
-        std::fs::read_to_string(fx.run.join("session/bg.pid")).unwrap().trim().parse().unwrap();
-    wait_until(Duration::from_secs(5), "the background child gone", || !alive(pid));
-}
-
-#[test]
-fn sigterm_mid_turn_kills_the_turn_and_exits_0() {
-    let fx = Fixture::new();
-    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hello")));
-    let child = fx.spawn(&[("TEST_MODE", "hang")]);
+/// The pid (as the test sees it) of the background child a `hang` turn of `runner` wrote.
+fn background_pid(fx: &Fixture, runner: u32) -> u32 {
     wait_until(LIMIT, "the turn's background child", || fx.run.join("session/bg.pid").is_file());
-    let pid: u32 = loop {
+    let inner: u32 = loop {
         if let Ok(pid) = std::fs::read_to_string(fx.run.join("session/bg.pid"))
             .unwrap_or_default()
             .trim()
@@ -99,6 +86,31 @@ fn sigterm_mid_turn_kills_the_turn_and_exits_0() {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    host_pid(runner, inner)
+}
+
+#[test]
+fn a_turn_past_its_wall_clock_is_killed_with_its_whole_group() {
+    let fx = Fixture::with_run_json(|run| run["turnTimeout"] = json!(2));
+    fx.broker
+        .answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hello there")));
+    let child = fx.spawn(&[("TEST_MODE", "hang")]);
+    let pid = background_pid(&fx, child.id());
+    wait_until(LIMIT, "the reply", || !fx.broker.calls_of("message.send").is_empty());
+    let text = fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap().to_owned();
+    assert_eq!(text, "The turn failed: the turn ran past its wall clock of 2 s and was stopped");
+    wait_until(Duration::from_secs(5), "the background child gone", || !alive(pid));
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn sigterm_mid_turn_kills_the_turn_and_exits_0() {
+    let fx = Fixture::new();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hello")));
+    let child = fx.spawn(&[("TEST_MODE", "hang")]);
+    let pid = background_pid(&fx, child.id());
     terminate(&child);
     let output = finish(child, LIMIT);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

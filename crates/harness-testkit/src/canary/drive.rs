@@ -304,6 +304,8 @@ impl Launch {
             sockets: Vec::new(),
             search_path,
             connect_ports: None,
+            network: harness_confine::Network::Host,
+            listen: Vec::new(),
         };
         let domain = harness_confine::prepare(&paths.policy(Mode::Required))
             .map_err(|error| io::Error::other(format!("the canary cannot confine: {error}")))?;
