@@ -31,7 +31,8 @@ const CYCLES: usize = 100;
 const TARGET_RSS_KIB: f64 = 4.0 * 1024.0;
 const TARGET_ADDED_US: f64 = 200.0;
 /// What may be in the run directory after the runners stopped.
-const KEPT: [&str; 7] = ["run.json", "bundle", "session", "turns", "tmp", "state", "runner.lock"];
+const KEPT: [&str; 7] =
+    ["run.json", "bundle", "session", "turns", "unslop.jsonl", "state", "runner.lock"];
 
 fn main() -> Result<()> {
     let runner = Path::new(env!("CARGO_BIN_EXE_harness-runner"));

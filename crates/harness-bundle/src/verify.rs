@@ -367,21 +367,11 @@ fn check(dir: &Path, digest: Option<&str>) -> Result<Checked, BundleError> {
         }
     }
     mismatches.extend(tree.problems);
-    // The installed binaries are megabytes each: they are read and hashed side by side, one
-    // thread each, which roughly halves what the seal costs a runner's start on two cores.
-    let digests: Vec<Option<String>> = std::thread::scope(|scope| {
-        let hashing: Vec<_> = parsed
-            .assets
-            .values()
-            .map(|(path, _)| scope.spawn(move || std::fs::read(path).ok().map(|b| hex_sha256(&b))))
-            .collect();
-        hashing.into_iter().map(|thread| thread.join().ok().flatten()).collect()
-    });
-    for ((role, (path, recorded_digest)), digest) in parsed.assets.iter().zip(digests) {
+    for (role, (path, recorded_digest)) in &parsed.assets {
         checked += 1;
         let (role, path_text) = (role.clone(), path.display().to_string());
-        match digest {
-            Some(actual) => {
+        match std::fs::read(path).map(|bytes| hex_sha256(&bytes)) {
+            Ok(actual) => {
                 if &actual != recorded_digest {
                     mismatches.push(Mismatch::AssetChanged {
                         role,
@@ -391,7 +381,7 @@ fn check(dir: &Path, digest: Option<&str>) -> Result<Checked, BundleError> {
                     });
                 }
             }
-            None => mismatches.push(Mismatch::AssetMissing { role, path: path_text }),
+            Err(_) => mismatches.push(Mismatch::AssetMissing { role, path: path_text }),
         }
     }
     let sealed_adapter = parsed.assets.get("adapter").map(|(path, _)| path.clone());

@@ -163,6 +163,16 @@ impl Dir {
         })
     }
 
+    /// A new file with no name in this directory (`O_TMPFILE`, 0600), which nothing else can
+    /// open and which goes when its last descriptor closes; `None` where the file system has no
+    /// such files.
+    pub(crate) fn anonymous(&self) -> Option<std::fs::File> {
+        let flags = OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC;
+        rustix::fs::openat(self.fd.as_fd(), ".", flags, Mode::from_raw_mode(0o600))
+            .ok()
+            .map(std::fs::File::from)
+    }
+
     /// Reads `name` whole, if it is a regular file of at most `cap` bytes; `None` when it does
     /// not exist. A link, a FIFO, a device or a file over `cap` is an error naming it.
     pub(crate) fn read_capped(&self, name: &str, cap: u64) -> Result<Option<Vec<u8>>, RunError> {

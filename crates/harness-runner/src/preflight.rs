@@ -94,13 +94,23 @@ pub(crate) fn preflight(
     vars.retain(|(name, _)| !egress.iter().any(|(egress, _)| egress == name));
     vars.extend(egress);
     vars.push((AdapterEnv::Preflight.name().into(), "1".into()));
+    let stderr_file = dirs.state.anonymous();
     let outcome = supervise::run(Spawn {
         program: Path::new("/bin/sh"),
         args: vec![run.manifest.adapter.as_os_str().to_owned()],
         env: vars,
         cwd: run.file.workspace.as_std_path(),
-        stdout: StdoutTo::Thread(MAX_OUTPUT),
-        stderr: StderrTo::Capture(MAX_OUTPUT),
+        // No reader thread: one would leave its cached stack and malloc arena in the idle
+        // runner's memory. stdout is read on this thread, stderr goes to a nameless file of the
+        // state directory, read back below.
+        stdout: StdoutTo::Inline(MAX_OUTPUT),
+        stderr: match &stderr_file {
+            Some(file) => StderrTo::Direct(
+                file.try_clone()
+                    .map_err(|error| failed(format!("the preflight's stderr file: {error}")))?,
+            ),
+            None => StderrTo::Capture(MAX_OUTPUT),
+        },
         deadline: PREFLIGHT_TIMEOUT,
         stop: Some(stop),
         pre_exec: Some(&domain),
@@ -115,7 +125,11 @@ pub(crate) fn preflight(
         _ => {}
     }
     if !outcome.success() {
-        let stderr = String::from_utf8_lossy(&outcome.stderr);
+        let stderr = match stderr_file {
+            Some(file) => read_back(file),
+            None => outcome.stderr.clone(),
+        };
+        let stderr = String::from_utf8_lossy(&stderr);
         let ended = outcome.ended.describe("it", PREFLIGHT_TIMEOUT);
         return Err(failed(cause(cli, &env.path(), &stderr, &ended)));
     }
@@ -125,6 +139,16 @@ pub(crate) fn preflight(
         .map_err(|source| RunError::Bundle { path: run.bundle.clone(), source })?;
     tracing::info!(cli = %cli.display(), version = %printed.trim(), "preflight: a turn starts in its sandbox");
     Ok(true)
+}
+
+/// The first [`MAX_OUTPUT`] bytes of `file`, from its start.
+fn read_back(mut file: std::fs::File) -> Vec<u8> {
+    use std::io::{Read, Seek};
+    let mut bytes = Vec::new();
+    if file.seek(std::io::SeekFrom::Start(0)).is_ok() {
+        let _ = file.take(MAX_OUTPUT as u64).read_to_end(&mut bytes);
+    }
+    bytes
 }
 
 /// Why the CLI could not start, from what it printed: the last lines of its stderr, and for a

@@ -66,6 +66,9 @@ pub(crate) enum StderrTo {
     /// line between them saying how much was dropped ([`CappedFile`]); a write that fails (a
     /// full disk) fails nothing.
     File(std::fs::File),
+    /// Handed to the child as its stderr, no pipe and no thread: for a file only the runner reads
+    /// back, capped, and whose growth the deadline bounds (the launch preflight's, `/dev/null`).
+    Direct(std::fs::File),
 }
 
 /// How the child's stdout is read.
@@ -223,9 +226,12 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
         reason = "the supervisor is where the runner starts its processes: the adapter and git"
     )]
     let mut command = Command::new(spawn.program);
-    // stderr is a pipe either way: the file is written by the runner, capped, never handed to
-    // the child (which could make it any size).
-    command.stderr(Stdio::piped());
+    // stderr is a pipe but for a `Direct` file: a turn's file is written by the runner, capped,
+    // never handed to the child (which could make it any size).
+    match &spawn.stderr {
+        StderrTo::Direct(file) => command.stderr(Stdio::from(file.try_clone()?)),
+        _ => command.stderr(Stdio::piped()),
+    };
     command
         .args(&spawn.args)
         .env_clear()
@@ -276,7 +282,7 @@ pub(crate) fn run(spawn: Spawn<'_>) -> std::io::Result<Outcome> {
     let (stderr, stderr_file) = match (child.stderr.take(), spawn.stderr) {
         (Some(pipe), StderrTo::Capture(cap)) => (Some(Capture::start(pipe, cap)), None),
         (Some(pipe), StderrTo::File(file)) => (None, Some(CappedFile::start(pipe, file))),
-        (None, _) => (None, None),
+        (None, _) | (Some(_), StderrTo::Direct(_)) => (None, None),
     };
     let (stdout, stderr, mut inline, stderr_file) =
         match (stdout.transpose(), stderr.transpose(), inline.transpose(), stderr_file.transpose())

@@ -50,7 +50,7 @@ pub fn program_version(program: &Path, path: OsString) -> Result<String, Version
         env: vec![("PATH".into(), path)],
         cwd: Path::new("/"),
         stdout: StdoutTo::Inline(MAX_VERSION_OUTPUT),
-        stderr: StderrTo::File(null),
+        stderr: StderrTo::Direct(null),
         deadline: VERSION_TIMEOUT,
         stop: None,
         pre_exec: None,

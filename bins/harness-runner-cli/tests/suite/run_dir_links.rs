@@ -137,3 +137,59 @@ fn a_link_in_place_of_the_session_id_is_replaced_never_followed() {
     assert_ne!(kept, "00000000-0000-4000-8000-000000000000", "the id was read through the link");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "00000000-0000-4000-8000-000000000000");
 }
+
+/// A full disk (issue 20): `turns/` is a 16 KiB tmpfs the test fills before the runner starts
+/// (in a user and mount namespace of the runner's own, made by `unshare`), so writing the turn's
+/// request fails with ENOSPC. The turn fails with the reason, the sender is answered, and the
+/// runner goes on and stops cleanly; before, it exited 2 with the message unanswered.
+#[test]
+fn a_request_that_cannot_be_written_for_space_fails_the_turn_and_is_answered() {
+    use std::io::Write as _;
+    let fx = Fixture::with_run_json(|run_json| run_json["confine"] = json!("off"));
+    std::fs::create_dir_all(fx.run.join("turns")).unwrap();
+    fx.broker.answer_once("message.read", BrokerAnswer::result(message("m1", "message", "Hi")));
+    let script = "mount -t tmpfs -o size=16k tmpfs \"$1/turns\" \
+                  && { dd if=/dev/zero of=\"$1/turns/filler\" bs=1k count=64 2> /dev/null; true; } \
+                  && exec \"$2\" \"$1\"";
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test starts the runner in its own namespaces"
+    )]
+    let mut child = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", script, "sh"])
+        .arg(&fx.run)
+        .arg(env!("CARGO_BIN_EXE_harness-runner"))
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{{\"cap\": \"{}\"}}\n", super::fixture::CAP).as_bytes()).unwrap();
+    drop(stdin);
+    let sent = || !fx.broker.calls_of("message.send").is_empty();
+    let started = std::time::Instant::now();
+    while !sent() && started.elapsed() < LIMIT {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let answered = sent();
+    if answered {
+        let marked =
+            || fx.broker.calls_of("message.read").iter().any(|call| call.args["after"] == "m1");
+        wait_until(LIMIT, "the mark", marked);
+    }
+    terminate(&child);
+    let output = finish(child, LIMIT);
+    let log = stderr(&output);
+    assert!(answered, "no RESULT: {log}");
+    assert_eq!(output.status.code(), Some(0), "{log}");
+    let text =
+        fx.broker.calls_of("message.send")[0].args["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.starts_with("The turn failed: the request could not be written"), "{text}");
+    assert!(text.contains("No space left on device"), "{text}");
+}
