@@ -40,7 +40,7 @@ const BENCHES: [(&str, &str, &str); 10] = [
     ("gate", "harness-gate", "decide"),
     ("bundle", "harness-bundle", "build"),
     ("runner", "harness-runner-cli", "runner"),
-    ("runner", "harness-runner-cli", "start"),
+    ("runner", "harness-runner-cli", "claim"),
     ("git", "harness-runner-cli", "git"),
     ("unslop", "harness-unslop-cli", "stop_hook"),
     ("tools", "harness-mcp-cli", "start"),

@@ -105,13 +105,15 @@ fn main() -> Result<()> {
 
     println!(
         "| benchmark | median | floor / reference | result |\n| --- | ---: | --- | ---: |\n\
-         | idle RSS, once the runner polls | {:.2} MiB | peak {:.2} MiB | |\n\
+         | idle RSS, once the runner polls | {:.2} MiB | peak {:.2} MiB | anonymous {:.2} MiB, file-backed (code, shared by every runner) {:.2} MiB |\n\
          | list_tasks through `tools.sock` (runner → broker) | {through:.1} µs | straight to the \
          broker {direct:.1} µs | adds {:.1} µs |\n\
          | {CYCLES} runners started and stopped in a row | {cycle_ms:.1} ms per start and stop | \
          | {} left behind |\n",
         idle.rss as f64 / 1024.0,
         idle.peak as f64 / 1024.0,
+        idle.anon as f64 / 1024.0,
+        idle.file as f64 / 1024.0,
         through - direct,
         if leftovers.is_empty() { "nothing".to_owned() } else { leftovers.join(", ") },
     );

@@ -96,9 +96,16 @@ pub(crate) fn turn_domain(
     paths.read_files.extend(request.map(std::path::Path::to_path_buf));
     // Egress: a network namespace with loopback only, served by the runner (crate::egress), or
     // the machine's network for `"egress": "open"`.
-    let plan = crate::egress::Plan::of(run, env);
-    if let Some(plan) = &plan {
+    let mut plan = crate::egress::Plan::of(run, env);
+    if plan.is_some() {
         paths.network = harness_confine::Network::Loopback;
+    }
+    // The launch preflight (no request) starts the CLI's `--version`, which needs no network: its
+    // namespace gets loopback only and no egress, so no egress thread runs for it.
+    if request.is_none() {
+        plan = None;
+    }
+    if let Some(plan) = &plan {
         paths.listen = plan.listen();
         if let Some(ports) = &mut paths.connect_ports {
             ports.extend(plan.ports());
@@ -115,9 +122,12 @@ pub(crate) fn turn_domain(
         .map_err(|error| RunError::invalid(&run.dir, error.to_string()))?;
     tracing::info!(turn = number, "turn {number} confinement: {}", domain.report());
     let plan = plan.filter(|_| domain.isolates_network());
-    match &plan {
-        Some(plan) => tracing::info!(turn = number, "turn {number} {}", plan.describe()),
-        None => tracing::info!(turn = number, "turn {number} egress: the machine's network"),
+    match (&plan, request) {
+        (Some(plan), _) => tracing::info!(turn = number, "turn {number} {}", plan.describe()),
+        (None, None) if domain.isolates_network() => {
+            tracing::info!("the launch preflight: loopback only, no egress");
+        }
+        (None, _) => tracing::info!(turn = number, "turn {number} egress: the machine's network"),
     }
     Ok(Confined { domain: Arc::new(domain), plan: plan.map(Arc::new), server: Mutex::default() })
 }

@@ -1,4 +1,4 @@
-//! `cargo bench -p harness-runner-cli --bench start`: from harness-runner's start to its
+//! `cargo bench -p harness-runner-cli --bench claim`: from harness-runner's start to its
 //! `role.claim`, with the real Pi and Claude Code named by their packages' own bin entries (as an
 //! npm install names them), against a floor measured in the same run: the same runner, bundle and
 //! broker with a CLI that is a one-line shell script in a package of its own. The runner reads the
@@ -51,7 +51,7 @@ fn main() -> Result<()> {
             Cli::Claude => format!("{version} (Claude Code)"),
         };
         let fake = fake_package(&dir.path().join(cli.name()), package, version, &printed)?;
-        eprintln!("bench start: {cli}, {STARTS} starts each with the real CLI and the floor ...");
+        eprintln!("bench claim: {cli}, {STARTS} starts each with the real CLI and the floor ...");
         let (mut real, mut floor, mut ready) = (Vec::new(), Vec::new(), Vec::new());
         let real_scenario = scenario(&paths, bin, &entry)?;
         let floor_scenario = scenario(&paths, bin, &fake)?;
