@@ -226,33 +226,37 @@ fn shell_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
-/// The uid and gid a real CLI runs as when the tests run as root (`nobody` on Linux).
-pub const UNPRIVILEGED_ID: u32 = 65534;
-
-/// Makes `command` run as an unprivileged user when this process is root, as a session does in
-/// a real deployment: root reads every file whatever its mode, so an entry the CLI's tools cannot
-/// read (a mode 000 directory) only means something to another user. Gives every entry under
-/// `tree` (the sandbox the command works in) to that user first, without following links, so it
-/// can read and write what the CLI would own. Does nothing when not root.
-pub fn run_unprivileged(command: &mut Command, tree: &Path) -> io::Result<()> {
-    use std::os::unix::process::CommandExt;
-
+/// Makes `command` run without any capability when this process is root, as a session does in a
+/// real deployment: root reads every file whatever its mode (`CAP_DAC_OVERRIDE`), so an entry the
+/// CLI's tools cannot read (a mode 000 directory) only means something to a process without it.
+/// The command is started through util-linux's `setpriv` with an empty bounding, inheritable and
+/// ambient set and the `noroot` securebits locked, so it stays uid 0 (it owns the sandbox `_tree`
+/// the test made, and reaches the checkout wherever it is, a 0700 temporary directory included)
+/// but every permission is checked as for an ordinary owner. Its environment, working directory
+/// and arguments are kept (the command must have been built with `env_clear`, as every CLI
+/// command of the testkit is). Does nothing when not root.
+pub fn run_unprivileged(command: &mut Command, _tree: &Path) -> io::Result<()> {
     if !rustix::process::geteuid().is_root() {
         return Ok(());
     }
-    give_tree(tree)?;
-    command.uid(UNPRIVILEGED_ID).gid(UNPRIVILEGED_ID);
-    Ok(())
-}
-
-/// `lchown`s `path` and everything below it to [`UNPRIVILEGED_ID`].
-fn give_tree(path: &Path) -> io::Result<()> {
-    let id = Some(UNPRIVILEGED_ID);
-    std::os::unix::fs::lchown(path, id, id)?;
-    if std::fs::symlink_metadata(path)?.is_dir() {
-        for entry in std::fs::read_dir(path)? {
-            give_tree(&entry?.path())?;
+    #[expect(clippy::disallowed_methods, reason = "the testkit starts the CLI it drives")]
+    let mut wrapped = Command::new("setpriv");
+    wrapped
+        .args(["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"])
+        .arg("--securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked")
+        .arg("--")
+        .arg(command.get_program())
+        .args(command.get_args())
+        .env_clear()
+        .stdin(std::process::Stdio::null());
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(key, value);
         }
     }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    *command = wrapped;
     Ok(())
 }

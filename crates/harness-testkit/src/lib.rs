@@ -45,8 +45,7 @@ pub use clis::{
 };
 pub use fixture::{RoleFixture, SCRIPTED_PROVIDER};
 pub use gate_scenario::{
-    FINAL_TEXT, GateScenario, INSIDE_TEXT, OutsideRead, SECRET_TEXT, ScenarioStep, UNPRIVILEGED_ID,
-    run_unprivileged,
+    FINAL_TEXT, GateScenario, INSIDE_TEXT, OutsideRead, SECRET_TEXT, ScenarioStep, run_unprivileged,
 };
 pub use host::{FakeHost, HostCall, git};
 pub use process::{CliOutput, kill_marked, marked_processes, run_with_deadline};
